@@ -1,0 +1,209 @@
+"""Throughput benchmarks: ``python -m rummy500_env.bench [--engine] [--env] [--games N]``.
+
+Prints decisions/s and hands/s of the engine under random legal play, AEC steps/s of the
+PettingZoo env (``raw_env`` and the wrapped ``env()``), and, when the peers' virtual
+environment exists (``shared/benchmarks/setup_anchors.sh``), the peers measured in the same
+run, with our/peer ratios. Speed targets live here, never in timed tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rummy500_env.game import Game
+from rummy500_env.rules import PRESETS, Rules
+
+ANCHORS_VENV = Path(os.environ.get("ANCHORS_VENV") or Path(tempfile.gettempdir()) / "anchors-venv")
+# engine, raw env, wrapped env: the peer each one is measured against (issues 2 and 3).
+PEERS = {
+    "engine": ("rlcard_gin_game", "decision_steps_per_s", 1.0),
+    "raw_env": ("os_gin_obs_np", "decision_steps_per_s", 1.0),
+    "env": ("pz_gin_rummy_v4", "decision_steps_per_s", 4.0),
+}
+
+
+def _pin_one_cpu() -> None:
+    """Run on one CPU, like the peers' benchmark, so the figures compare."""
+    if hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpus[-1]})
+
+
+def timed(run_once: Callable[[], tuple[int, int]], seconds: float) -> tuple[float, float]:
+    """Call `run_once` (returning (decisions, hands)) for `seconds`; return rates per second."""
+    run_once()  # warm-up
+    decisions = hands = 0
+    t0 = time.perf_counter()
+    while (elapsed := time.perf_counter() - t0) < seconds:
+        d, h = run_once()
+        decisions += d
+        hands += h
+    return decisions / elapsed, hands / elapsed
+
+
+def engine_random_hand(rules: Rules, rng: random.Random) -> tuple[int, int]:
+    """Play one hand of random legal actions with `legal_actions` + `apply`."""
+    g = Game.new(rules, seed=rng.getrandbits(32))
+    n = 0
+    choice = rng.choice
+    while g.phase in ("draw", "play"):
+        g.apply(choice(g.legal_actions()))
+        n += 1
+    return n, 1
+
+
+def bench_engine(seconds: float, preset: str = "standard") -> dict[str, float]:
+    rules = Rules.preset(preset)
+    rng = random.Random(0)
+    dps, hps = timed(lambda: engine_random_hand(rules, rng), seconds)
+    return {"decisions_per_s": dps, "hands_per_s": hps}
+
+
+def bench_env(seconds: float, wrapped: bool) -> dict[str, float]:
+    """AEC steps/s with random masked actions, observation and mask fetched by `last()`."""
+    import numpy as np
+
+    from rummy500_env.env import env as make_env
+    from rummy500_env.env import raw_env
+
+    e = make_env() if wrapped else raw_env()
+    rng = np.random.default_rng(0)
+    seed = [0]
+
+    def one_episode() -> tuple[int, int]:
+        e.reset(seed=seed[0])
+        seed[0] += 1
+        steps = 0
+        for _agent in e.agent_iter():
+            obs, _r, term, trunc, _info = e.last()
+            if term or trunc:
+                action = None
+            else:
+                legal = np.flatnonzero(obs["action_mask"])
+                action = int(legal[rng.integers(len(legal))])
+            e.step(action)
+            steps += 1
+        return steps, 1
+
+    sps, eps = timed(one_episode, seconds)
+    return {"steps_per_s": sps, "episodes_per_s": eps}
+
+
+def all_games_end(games: int) -> dict[str, int]:
+    """Play `games` random games per preset to the end; return how many ended per preset."""
+    out = {}
+    for preset in PRESETS:
+        rng = random.Random(preset)
+        ended = 0
+        for seed in range(games):
+            g = Game.new(Rules.preset(preset), seed=seed)
+            while g.phase != "game_over":
+                if g.phase == "hand_over":
+                    g.next_hand()
+                else:
+                    g.apply(rng.choice(g.legal_actions()))
+            ended += 1
+        out[preset] = ended
+    return out
+
+
+def run_anchors(names: list[str], seconds: float) -> dict[str, Any]:
+    """Measure the peers with shared/benchmarks/anchors_bench.py, if its venv exists."""
+    python = ANCHORS_VENV / "bin" / "python"
+    script = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "anchors_bench.py"
+    if not python.exists() or not script.exists():
+        return {}
+    cmd = [
+        str(python),
+        str(script),
+        "--json",
+        "--only",
+        ",".join(names),
+        "--reps",
+        "3",
+        "--seconds",
+        str(seconds),
+        "--warmup",
+        "0.5",
+    ]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
+        return dict(json.loads(done.stdout)["results"])
+    except (subprocess.SubprocessError, ValueError, KeyError) as e:
+        print(f"(peers not measured: {e})", file=sys.stderr)
+        return {}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m rummy500_env.bench", description=__doc__)
+    ap.add_argument("--engine", action="store_true", help="engine decisions/s and hands/s")
+    ap.add_argument("--env", action="store_true", help="AEC steps/s of raw_env() and env()")
+    ap.add_argument("--games", type=int, default=0, help="also play N random games per preset")
+    ap.add_argument("--seconds", type=float, default=5.0, help="measured seconds per figure")
+    ap.add_argument("--no-peers", action="store_true", help="skip measuring the peers")
+    ap.add_argument("--json", action="store_true", help="print one JSON dict")
+    args = ap.parse_args(argv)
+    if not (args.engine or args.env or args.games):
+        args.engine = args.env = True
+    _pin_one_cpu()
+    ours: dict[str, float] = {}
+    result: dict[str, Any] = {"ours": ours}
+    if args.engine:
+        e = bench_engine(args.seconds)
+        ours["engine"] = e["decisions_per_s"]
+        ours["engine_hands_per_s"] = e["hands_per_s"]
+    if args.env:
+        for key, wrapped in (("raw_env", False), ("env", True)):
+            r = bench_env(args.seconds, wrapped)
+            ours[key] = r["steps_per_s"]
+            ours[f"{key}_hands_per_s"] = r["episodes_per_s"]
+    if args.games:
+        result["games_ended"] = all_games_end(args.games)
+    wanted = [k for k in PEERS if k in ours]
+    peers = {} if args.no_peers else run_anchors([PEERS[k][0] for k in wanted], args.seconds)
+    result["peers"] = {}
+    for key in wanted:
+        name, metric, need = PEERS[key]
+        if name in peers:
+            value = peers[name]["metrics"][metric]["median"]
+            result["peers"][key] = {
+                "peer": name,
+                "steps_per_s": value,
+                "ratio": ours[key] / value,
+                "target_ratio": need,
+            }
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return
+    labels = {
+        "engine": "engine decisions/s (legal_actions + apply)",
+        "raw_env": "raw_env() AEC steps/s (last + step)",
+        "env": "env() AEC steps/s (wrapped)",
+    }
+    for key in wanted:
+        line = f"{labels[key]:<45} {ours[key]:>10,.0f}"
+        hands = ours.get(f"{key}_hands_per_s")
+        line += f"   hands/s {hands:>8,.1f}" if hands else ""
+        peer = result["peers"].get(key)
+        if peer:
+            line += (
+                f"   vs {peer['peer']} {peer['steps_per_s']:,.0f}: ratio {peer['ratio']:.2f}"
+                f" (target >= {peer['target_ratio']:g})"
+            )
+        print(line)
+    if args.games:
+        print(f"random games that ended, per preset: {result['games_ended']} of {args.games}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""Meld shapes, the 100 three-card meld templates, lay-off fit, and card values.
+
+A run is described by its suit and the ordinals of its ends, where an ordinal is the card's
+position in a run: ace low = 1, 2..K = 2..13, ace high = 14 (RULES.md §1 "Melds": an ace is
+low or high, never both, and runs never wrap). A set is described by its rank and the mask of
+suits it holds. `Meld` values are immutable; a lay-off builds a new one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import NamedTuple
+
+from rummy500_env.cards import Card, card_str, make_card, rank_of, suit_of
+
+ACE = 0  # rank index of the ace
+FULL_RUN = 13  # a run of all thirteen ranks; its ace scores high (RULES.md §1 scoring)
+
+
+class Meld(NamedTuple):
+    """A meld on the table: its cards in order (runs low to high) and who put each card there.
+
+    For a run, ``suit`` is its suit and ``lo``/``hi`` the ordinals of its ends; for a set,
+    ``suit`` is the mask of suits held (bit per suit) and ``lo == hi`` its rank index.
+    ``fits`` are the cards that can be laid off on it now.
+    """
+
+    is_run: bool
+    cards: tuple[Card, ...]
+    owners: tuple[int, ...]
+    suit: int
+    lo: int
+    hi: int
+    fits: tuple[Card, ...]
+
+    @property
+    def kind(self) -> str:
+        """``"run"`` or ``"set"``."""
+        return "run" if self.is_run else "set"
+
+    def __str__(self) -> str:
+        return " ".join(card_str(c) for c in self.cards)
+
+
+def _ordinal_card(suit: int, ordinal: int) -> Card:
+    return make_card(0 if ordinal == 14 else ordinal - 1, suit)
+
+
+def _run_fits(suit: int, lo: int, hi: int) -> tuple[Card, ...]:
+    if hi - lo + 1 >= FULL_RUN:
+        return ()
+    fits: list[Card] = []
+    if lo > 1:
+        fits.append(_ordinal_card(suit, lo - 1))
+    if hi < 14 and _ordinal_card(suit, hi + 1) not in fits:  # 2..K takes one ace, not two
+        fits.append(_ordinal_card(suit, hi + 1))
+    return tuple(fits)
+
+
+def make_run(suit: int, lo: int, hi: int, owners: tuple[int, ...]) -> Meld:
+    """The run of `suit` from ordinal `lo` to `hi` (cards low to high)."""
+    cards = tuple(_ordinal_card(suit, o) for o in range(lo, hi + 1))
+    return Meld(True, cards, owners, suit, lo, hi, _run_fits(suit, lo, hi))
+
+
+def make_set(rank: int, cards: tuple[Card, ...], owners: tuple[int, ...]) -> Meld:
+    """The set of `rank` holding `cards` (distinct suits)."""
+    suits = 0
+    for c in cards:
+        suits |= 1 << suit_of(c)
+    fits = (
+        () if len(cards) >= 4 else tuple(make_card(rank, s) for s in range(4) if not suits >> s & 1)
+    )
+    return Meld(False, cards, owners, suits, rank, rank, fits)
+
+
+def meld_from_cards(cards: list[Card] | tuple[Card, ...], owners: tuple[int, ...]) -> Meld | None:
+    """The meld these cards form in the order given (runs low to high), or None if no meld.
+
+    A set takes its cards in any order; a run must be listed low to high (an ace is low
+    first in the list, high last).
+    """
+    n = len(cards)
+    if n < 3 or len(owners) != n:
+        return None
+    ranks = {rank_of(c) for c in cards}
+    if len(ranks) == 1:
+        if n > 4 or len({suit_of(c) for c in cards}) != n:
+            return None
+        return make_set(rank_of(cards[0]), tuple(cards), owners)
+    if n > FULL_RUN or len({suit_of(c) for c in cards}) != 1:
+        return None
+    suit = suit_of(cards[0])
+    ords = [rank_of(c) + 1 for c in cards]
+    if ords[-1] == 1 and n > 1 and ords[-2] == 13:
+        ords[-1] = 14  # ace at the high end
+    if any(b != a + 1 for a, b in itertools.pairwise(ords)):
+        return None
+    return make_run(suit, ords[0], ords[-1], owners)
+
+
+def lay_off(meld: Meld, card: Card, player: int) -> Meld:
+    """The meld after `player` lays `card` off on it (the card must be in `meld.fits`).
+
+    A card that fits both ends of a run (an ace on 2..K) goes high: either way the run then
+    holds all thirteen ranks and the ace scores 15.
+    """
+    if not meld.is_run:
+        return make_set(meld.lo, (*meld.cards, card), (*meld.owners, player))
+    o = rank_of(card) + 1
+    if meld.hi < 14 and (o == meld.hi + 1 or (o == 1 and meld.hi == 13)):
+        return make_run(meld.suit, meld.lo, meld.hi + 1, (*meld.owners, player))
+    return make_run(meld.suit, meld.lo - 1, meld.hi, (player, *meld.owners))
+
+
+# --- three-card meld templates
+# The 100 three-card melds, in a fixed order that the action codec relies on:
+# first the 52 sets (for rank A..K, the four choices of three suits, leaving out S, H, D, C in
+# that order), then the 48 runs (for suit C, D, H, S, the runs starting at ordinal 1..12, i.e.
+# A-2-3 up to Q-K-A).
+
+
+def _templates() -> tuple[tuple[Card, Card, Card], ...]:
+    out: list[tuple[Card, Card, Card]] = []
+    for rank in range(13):
+        for missing in (3, 2, 1, 0):
+            a, b, c = (make_card(rank, s) for s in range(4) if s != missing)
+            out.append((a, b, c))
+    for suit in range(4):
+        for lo in range(1, 13):
+            a, b, c = (_ordinal_card(suit, o) for o in range(lo, lo + 3))
+            out.append((a, b, c))
+    return tuple(out)
+
+
+MELD_TEMPLATES: tuple[tuple[Card, Card, Card], ...] = _templates()
+"""Every three-card meld, cards in table order (runs low to high)."""
+MELD_MASKS: tuple[int, ...] = tuple((1 << a) | (1 << b) | (1 << c) for a, b, c in MELD_TEMPLATES)
+MELDS_WITH: tuple[tuple[int, ...], ...] = tuple(
+    tuple(i for i, t in enumerate(MELD_TEMPLATES) if card in t) for card in range(52)
+)
+"""For each card, the indices of the templates that contain it."""
+
+
+def template_index(cards: tuple[Card, ...] | list[Card]) -> int | None:
+    """Index of the three-card template made of these cards (any order), or None."""
+    m = 0
+    for c in cards:
+        m |= 1 << c
+    if len(cards) != 3 or m.bit_count() != 3:
+        return None
+    return _TEMPLATE_BY_MASK.get(m)
+
+
+_TEMPLATE_BY_MASK = {m: i for i, m in enumerate(MELD_MASKS)}
+
+
+# --- card values (RULES.md §1 scoring table, §2 `scoring`)
+
+PIP_HAND = tuple(15 if r == ACE else min(r + 1, 10) for r in range(13))
+FIVES_HAND = tuple(15 if r == ACE else (5 if r < 9 else 10) for r in range(13))
+
+
+def hand_values(scoring: str) -> tuple[int, ...]:
+    """Value (positive) of each card id left in hand under a scoring scheme."""
+    per_rank = PIP_HAND if scoring == "pip" else FIVES_HAND
+    return tuple(per_rank[c % 13] for c in range(52))
+
+
+def meld_value(meld: Meld, scoring: str) -> list[int]:
+    """Table value of each card of a meld, read from its shape now (the two-faced ace)."""
+    per_rank = PIP_HAND if scoring == "pip" else FIVES_HAND
+    low_ace = 1 if scoring == "pip" else 5
+    out = []
+    for c in meld.cards:
+        r = c % 13
+        if r == ACE and meld.is_run and meld.lo == 1 and meld.hi - meld.lo + 1 < FULL_RUN:
+            out.append(low_ace)
+        else:
+            out.append(per_rank[r])
+    return out

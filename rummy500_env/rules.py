@@ -1,0 +1,174 @@
+"""`Rules`: every variant of RULES.md §2 and §4 as one frozen dataclass, with presets.
+
+Variants are fields, not subclasses, so any combination can be built and checked in one place
+(`__post_init__` raises `RulesError` naming the field, the value and what is allowed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from rummy500_env.errors import RulesError
+
+Scoring = Literal["pip", "fives"]
+StockOut = Literal["pile_only", "ends_hand", "pile_must_use"]
+
+SCORINGS: tuple[str, ...] = ("pip", "fives")
+STOCK_OUTS: tuple[str, ...] = ("pile_only", "ends_hand", "pile_must_use")
+MIN_PLAYERS, MAX_PLAYERS = 2, 8
+
+
+@dataclass(frozen=True)
+class Rules:
+    """One playable rules configuration (RULES.md §2, §4). Defaults are the `standard` preset."""
+
+    players: int = 2
+    """Number of players, 2 to 8."""
+    hand_size: int | None = None
+    """Cards dealt to each player; None means 13 with 2 players, 7 with 3 or more."""
+    decks: int | None = None
+    """1 or 2 decks; None means 1, or 2 from 5 players on."""
+    scoring: Scoring = "pip"
+    """"pip" (2-10 pip, JQK 10, ace 15 or 1 low) or "fives" (2-9 5, 10-K 10, ace 15 or 5 low)."""
+    stock_out: StockOut = "pile_only"
+    """What happens when the stock is empty: "pile_only", "ends_hand" or "pile_must_use"."""
+    discard_to_go_out: bool = False
+    """The last card must be discarded: a meld or lay-off that empties the hand is illegal."""
+    top_card_must_meld: bool = False
+    """Taking the top discard carries the same obligation as a dig."""
+    winner_must_go_out: bool = False
+    """The game ends only when the player who went out reaches the target; that player wins."""
+    target: int = 500
+    """Running total that ends the game."""
+    jokers: int = 0
+    """0, or 2 wild jokers (not implemented yet: raises `RulesError`)."""
+    rummy_calls: bool = False
+    """Out-of-turn "Rummy!" calls on the pile (not implemented yet: raises `RulesError`)."""
+    turn_limit: int | None = 200
+    """Turns in one hand after which it ends as if the stock were empty (RULES.md §4)."""
+    hand_limit: int | None = 100
+    """Hands in one game after which it stops, highest total winning (RULES.md §4)."""
+
+    def __post_init__(self) -> None:
+        _check_int("players", self.players, MIN_PLAYERS, MAX_PLAYERS)
+        if self.decks is not None and (type(self.decks) is not int or self.decks not in (1, 2)):
+            raise RulesError(f"decks={self.decks!r} is not allowed: use 1, 2 or None (auto)")
+        if self.hand_size is not None:
+            _check_int("hand_size", self.hand_size, 1, None)
+            deck = 52 * self.deck_count
+            if self.players * self.hand_size + 1 > deck:
+                most = (deck - 1) // self.players
+                raise RulesError(
+                    f"hand_size={self.hand_size} with players={self.players} and "
+                    f"decks={self.deck_count} leaves no card for the pile: "
+                    f"{self.players}x{self.hand_size}+1 > {deck} cards; allowed: 1..{most}"
+                )
+        if self.scoring not in SCORINGS:
+            raise RulesError(f"scoring={self.scoring!r} is not allowed: use one of {SCORINGS}")
+        if self.stock_out not in STOCK_OUTS:
+            raise RulesError(
+                f"stock_out={self.stock_out!r} is not allowed: use one of {STOCK_OUTS}"
+            )
+        for name in ("discard_to_go_out", "top_card_must_meld", "winner_must_go_out"):
+            if type(getattr(self, name)) is not bool:
+                raise RulesError(
+                    f"{name}={getattr(self, name)!r} is not allowed: use True or False"
+                )
+        _check_int("target", self.target, 1, None)
+        if self.jokers not in (0, 2) or type(self.jokers) is not int:
+            raise RulesError(f"jokers={self.jokers!r} is not allowed: use 0 or 2")
+        if self.jokers:
+            raise RulesError("jokers=2 is not supported by this engine yet: use jokers=0")
+        if type(self.rummy_calls) is not bool:
+            raise RulesError(f"rummy_calls={self.rummy_calls!r} is not allowed: use True or False")
+        if self.rummy_calls:
+            raise RulesError("rummy_calls=True is not supported by this engine yet: use False")
+        for name in ("turn_limit", "hand_limit"):
+            if getattr(self, name) is not None:
+                _check_int(name, getattr(self, name), 1, None, none_ok=True)
+
+    @property
+    def deck_count(self) -> int:
+        """Decks in play, with the `None` default resolved."""
+        if self.decks is not None:
+            return self.decks
+        return 2 if self.players >= 5 else 1
+
+    @property
+    def cards_per_hand(self) -> int:
+        """Cards dealt to each player, with the `None` default resolved."""
+        if self.hand_size is not None:
+            return self.hand_size
+        return 13 if self.players == 2 else 7
+
+    @property
+    def deck_size(self) -> int:
+        """Total cards in play (52 per deck)."""
+        return 52 * self.deck_count
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> Rules:
+        """A named bundle of fields (RULES.md §2), with any field overridden.
+
+        >>> Rules.preset("nordic", players=4).stock_out
+        'ends_hand'
+        """
+        if name not in PRESETS:
+            raise RulesError(f"unknown preset {name!r}: use one of {tuple(PRESETS)}")
+        fields = dict(PRESETS[name])
+        fields.update(overrides)
+        return cls.from_dict(fields)
+
+    @classmethod
+    def from_dict(cls, fields: dict[str, Any]) -> Rules:
+        """Build from a dict of fields, rejecting unknown names with the list of known ones."""
+        if not isinstance(fields, dict):
+            raise RulesError(f"rules must be a preset name or a dict of fields, not {fields!r}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise RulesError(f"unknown rules field(s) {unknown}; known fields: {sorted(known)}")
+        return cls(**fields)
+
+    @classmethod
+    def coerce(cls, rules: Rules | str | dict[str, Any] | None) -> Rules:
+        """Accept a `Rules`, a preset name or a dict of fields (None: the standard preset)."""
+        if rules is None:
+            return cls()
+        if isinstance(rules, Rules):
+            return rules
+        if isinstance(rules, str):
+            return cls.preset(rules)
+        return cls.from_dict(rules)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-compatible dict."""
+        return dataclasses.asdict(self)
+
+    def preset_name(self) -> str | None:
+        """The name of the preset these rules equal exactly, if any."""
+        for name, fields in PRESETS.items():
+            if Rules(**fields) == self:
+                return name
+        return None
+
+
+def _check_int(name: str, value: object, low: int, high: int | None, none_ok: bool = False) -> None:
+    allowed = f"{low}..{high}" if high is not None else f">= {low}"
+    if none_ok:
+        allowed += " or None"
+    if type(value) is not int or value < low or (high is not None and value > high):
+        raise RulesError(f"{name}={value!r} is not allowed: use an int {allowed}")
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "standard": {},
+    "pagat": {},
+    "nordic": {"scoring": "fives", "stock_out": "ends_hand"},
+    "fives": {"scoring": "fives"},
+    "app": {"stock_out": "pile_must_use"},
+}
+"""RULES.md §2 presets as field overrides of the defaults. `pagat` equals `standard` for two
+players; it differs in being meant for 2-8 players with its house-rule fields switched on."""
