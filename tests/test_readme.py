@@ -17,7 +17,8 @@ def command(marker: str) -> str:
 
 def test_readme_opens_with_the_two_commands():
     text = (ROOT / "README.md").read_text()
-    assert text.index("<!-- main-command -->") < text.index("<!-- test-command -->") < text.index("##")
+    main, test = text.index("<!-- main-command -->"), text.index("<!-- test-command -->")
+    assert main < test < text.index("##")
     assert "pytest" in command("test-command") and "ruff check" in command("test-command")
     assert command("main-command").startswith("python3 -m venv")
 
