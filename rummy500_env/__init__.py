@@ -7,6 +7,7 @@ gymnasium or pettingzoo.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from rummy500_env.cards import card_str, parse_card, parse_cards
@@ -42,8 +43,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    """Load the RL layer on first use (PEP 562), keeping `import rummy500_env` light."""
     if name in ("env", "raw_env"):
-        from rummy500_env import env as env_module
-
-        return getattr(env_module, name)
+        module = importlib.import_module("rummy500_env.env")
+        # `rummy500_env.env` is both the module env.py and the factory env(): the module is
+        # made callable (see the end of env.py), so either one works as `env(**kwargs)`.
+        return module if name == "env" else module.raw_env
     raise AttributeError(f"module 'rummy500_env' has no attribute {name!r}")

@@ -93,10 +93,10 @@ def bench_env(seconds: float, wrapped: bool) -> dict[str, float]:
                 action = int(legal[rng.integers(len(legal))])
             e.step(action)
             steps += 1
-        return steps, 1
+        return steps, e.unwrapped.game.hands_played
 
-    sps, eps = timed(one_episode, seconds)
-    return {"steps_per_s": sps, "episodes_per_s": eps}
+    sps, hps = timed(one_episode, seconds)
+    return {"steps_per_s": sps, "hands_per_s": hps}
 
 
 def all_games_end(games: int) -> dict[str, int]:
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
         for key, wrapped in (("raw_env", False), ("env", True)):
             r = bench_env(args.seconds, wrapped)
             ours[key] = r["steps_per_s"]
-            ours[f"{key}_hands_per_s"] = r["episodes_per_s"]
+            ours[f"{key}_hands_per_s"] = r["hands_per_s"]
     if args.games:
         result["games_ended"] = all_games_end(args.games)
     wanted = [k for k in PEERS if k in ours]

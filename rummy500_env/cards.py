@@ -112,13 +112,21 @@ def mask_of(cards: Iterable[Card]) -> int:
     return m
 
 
+_BYTE_CARDS = tuple(
+    tuple(tuple(8 * i + j for j in range(8) if b >> j & 1) for b in range(256)) for i in range(7)
+)
+
+
 def cards_in(mask: int) -> list[Card]:
-    """The cards of a mask, ascending."""
-    out = []
+    """The cards of a mask, ascending (a byte at a time, through lookup tables)."""
+    out: list[Card] = []
+    i = 0
     while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
+        b = mask & 255
+        if b:
+            out += _BYTE_CARDS[i][b]
+        mask >>= 8
+        i += 1
     return out
 
 

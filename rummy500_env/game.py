@@ -154,6 +154,37 @@ def _set_partner_pairs() -> tuple[tuple[int, ...], ...]:
 
 
 MELD_PARTNERS = _set_partner_pairs()
+_F = 0x1FFF  # one suit's 13-bit field
+
+
+def meld_templates_in(one: int) -> list[int]:
+    """Indices (in `MELD_TEMPLATES` order) of every three-card meld within the cards `one`.
+
+    Bit arithmetic on the four 13-bit suit fields instead of testing all 100 templates: a
+    rank held in three suits is a set, three adjacent bits of one field a run.
+    """
+    f0, f1, f2, f3 = one & _F, one >> 13 & _F, one >> 26 & _F, one >> 39 & _F
+    out: list[int] = []
+    three = (f0 & f1 & (f2 | f3)) | ((f0 | f1) & f2 & f3)
+    while three:
+        low = three & -three
+        r = low.bit_length() - 1
+        three ^= low
+        b = 1 << r
+        missing = [s for s, f in enumerate((f0, f1, f2, f3)) if not f & b]
+        if missing:
+            out.append(4 * r + 3 - missing[0])  # sets leave out S, H, D, C in that order
+        else:
+            out += (4 * r, 4 * r + 1, 4 * r + 2, 4 * r + 3)
+    for s, f in enumerate((f0, f1, f2, f3)):
+        ext = f | (f & 1) << 13  # the ace again, high, above the king
+        starts = ext & ext >> 1 & ext >> 2
+        base = 52 + 12 * s
+        while starts:
+            low = starts & -starts
+            out.append(base + low.bit_length() - 1)
+            starts ^= low
+    return out
 
 
 class Game:
@@ -445,15 +476,16 @@ class Game:
         p, pile = self.turn, self.pile
         acts = [DRAW] if self.stock else []
         if pile:
-            one, two, size = self.one[p], self.two[p], self.count[p] + 1
+            # Only which cards are held matters for putting one down, so `one` (the presence
+            # mask) grows as the take goes deeper; `size` counts the copies.
             top = pile[-1]
-            one, two = multiset_add(one, two, top)
+            one, size = self.one[p] | 1 << top, self.count[p] + 1
             if not self._obligated_top() or self._can_put_down(top, one, size):
                 acts.append(TAKE)
             seen: dict[Card, int] = {}
             for i in range(len(pile) - 2, -1, -1):
                 c = pile[i]
-                one, two = multiset_add(one, two, c)
+                one |= 1 << c
                 size += 1
                 k = seen[c] = seen.get(c, 0) + 1
                 if self._can_put_down(c, one, size):
@@ -479,9 +511,7 @@ class Game:
                         acts.append(layoff_action(b, i))
             return acts
         if not dtgo or size > 3:
-            for t, mask in enumerate(MELD_MASKS):
-                if one & mask == mask:
-                    acts.append(_TEMPLATE_ACTIONS[t])
+            acts += [_TEMPLATE_ACTIONS[t] for t in meld_templates_in(one)]
         if not dtgo or size > 1:
             for i, m in enumerate(self.melds):
                 for c in m.fits:
@@ -513,6 +543,11 @@ class Game:
             why = self._why_illegal(a)
             if why is not None:
                 raise IllegalActionError(f"{a} is illegal: {why} [{self._brief()}]")
+        self._play(a)
+
+    def _play(self, a: Action) -> None:
+        """Play an action already known to be legal (callers that checked a mask skip the
+        second check; everyone else uses `apply`)."""
         self._legal = self._legal_set = None
         kind = a.kind
         p = self.turn
@@ -652,8 +687,7 @@ class Game:
             return None if not self.stock else "decline is only allowed once the stock is empty"
         if not pile:
             return "the discard pile is empty"
-        one, two = multiset_add(self.one[p], self.two[p], pile[-1])
-        size = self.count[p] + 1
+        one, size = self.one[p] | 1 << pile[-1], self.count[p] + 1
         if k == "take":
             if self._obligated_top() and not self._can_put_down(pile[-1], one, size):
                 why = (
@@ -674,7 +708,7 @@ class Game:
             where = "the top card (use 'take')" if pile[-1] == c else "not buried in the pile"
             return f"{card_str(c)}{'#2' if a.copy == 2 else ''} is {where}; pile: {cards_str(pile)}"
         for x in pile[i:-1]:
-            one, two = multiset_add(one, two, x)
+            one |= 1 << x
         size += len(pile) - 1 - i
         if not self._can_put_down(c, one, size):
             extra = (

@@ -99,16 +99,30 @@ def meld_from_cards(cards: list[Card] | tuple[Card, ...], owners: tuple[int, ...
     return make_run(suit, ords[0], ords[-1], owners)
 
 
-def lay_off(meld: Meld, card: Card, player: int) -> Meld:
-    """The meld after `player` lays `card` off on it (the card must be in `meld.fits`).
+SET, RUN_LOW, RUN_HIGH = 0, 1, 2
+"""Where a lay-off lands: on a set, below a run's low end, above a run's high end."""
+
+
+def layoff_end(meld: Meld, card: Card) -> int:
+    """Where `card` (one of `meld.fits`) lands: `SET`, `RUN_LOW` or `RUN_HIGH`.
 
     A card that fits both ends of a run (an ace on 2..K) goes high: either way the run then
     holds all thirteen ranks and the ace scores 15.
     """
     if not meld.is_run:
-        return make_set(meld.lo, (*meld.cards, card), (*meld.owners, player))
+        return SET
     o = rank_of(card) + 1
     if meld.hi < 14 and (o == meld.hi + 1 or (o == 1 and meld.hi == 13)):
+        return RUN_HIGH
+    return RUN_LOW
+
+
+def lay_off(meld: Meld, card: Card, player: int) -> Meld:
+    """The meld after `player` lays `card` off on it (the card must be in `meld.fits`)."""
+    end = layoff_end(meld, card)
+    if end == SET:
+        return make_set(meld.lo, (*meld.cards, card), (*meld.owners, player))
+    if end == RUN_HIGH:
         return make_run(meld.suit, meld.lo, meld.hi + 1, (*meld.owners, player))
     return make_run(meld.suit, meld.lo - 1, meld.hi, (player, *meld.owners))
 

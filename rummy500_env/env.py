@@ -1,0 +1,318 @@
+"""PettingZoo AEC environment for Rummy 500.
+
+==================  ==============================================================
+Import              ``from rummy500_env import env, raw_env``
+Actions             Discrete(N), N = 310 + deck size − players (360 for standard)
+Parallel API        no (a turn is several steps by the same agent)
+Manual control      no
+Agents              ``player_0 … player_{n-1}``, 2 to 8
+Action shape        (1,)
+Observation shape   dict: ``observation`` Box(float32, (M,)), ``action_mask`` Box(int8, (N,))
+Observation values  [-2, 2]
+==================  ==============================================================
+
+Observation
+    ``observation`` is the seat's view, rotated so that it is seat 0: own hand, the discard pile
+    by depth, melded cards with their owner and whether they sit in a set or a run, what each
+    opponent is known to hold, hand sizes, stock and pile sizes, totals, table points, phase,
+    the card under a dig obligation, the card that may not be discarded, and the rule flags.
+    The slice table is in `rummy500_env.observation`. ``action_mask`` marks the legal ids for
+    the agent to act and is all zeros for every other agent.
+
+Actions
+    Ranges draw, take the pile to depth d, decline, 100 three-card melds, 156 lay-offs
+    (card × set / run low end / run high end), 52 discards: `rummy500_env.actions`.
+    ``env.unwrapped.action_to_str(a)`` and ``str_to_action(s)`` speak the engine notation.
+
+Turns
+    A turn is several steps by one agent: a draw, any melds and lay-offs, then a discard.
+    ``agent_selection`` follows the engine after every step.
+
+Rewards
+    ``reward="win"`` (default for ``episode="game"``): when the game ends the winner gets +1
+    and every other player −1/(n−1); a draw at ``hand_limit`` gives 0. ``reward="score"``
+    (default for ``episode="hand"``): when a hand ends each player gets its hand score minus
+    the mean of the others' hand scores, divided by 100. Both are zero-sum.
+
+Episode end
+    ``episode="game"`` (default) plays hands until a player wins (RULES.md §1); hands are dealt
+    automatically, and when one ends every agent's ``info`` holds ``hand_scores``, ``totals``
+    and ``went_out`` (absolute seat order). Reaching ``hand_limit`` without a winner is a
+    truncation. ``episode="hand"`` ends after one hand (a termination). A hand cut short by
+    ``turn_limit`` is a normal hand end (RULES.md §4).
+
+Arguments
+    ``rules``: preset name, dict of `Rules` fields, or `Rules` (default ``"standard"``);
+    ``episode``: ``"game"`` or ``"hand"``; ``reward``: ``"win"``, ``"score"`` or None (the
+    episode's default); ``render_mode``: None, ``"ansi"`` or ``"human"``.
+    ``reset(seed=s)`` is deterministic; ``reset(options={"position": d})`` starts from any
+    position dict of the engine (its rules must equal the env's).
+
+Version History
+    v0: first release.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import types
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.utils import EzPickle
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from rummy500_env.actions import ActionCodec
+from rummy500_env.errors import IllegalActionError, InvalidPositionError, Rummy500Error
+from rummy500_env.game import Action, Game
+from rummy500_env.observation import ObservationEncoder
+from rummy500_env.render import render
+from rummy500_env.rules import Rules
+
+EPISODES = ("game", "hand")
+REWARDS = ("win", "score")
+
+
+def env(**kwargs: Any) -> AECEnv:
+    """The AEC env with PettingZoo's classic wrappers: an illegal action ends the game with
+    −1 for the player who made it (TerminateIllegal), out-of-range ids assert, and the call
+    order is enforced."""
+    e: AECEnv = raw_env(**kwargs)
+    e = wrappers.TerminateIllegalWrapper(e, illegal_reward=-1)
+    e = wrappers.AssertOutOfBoundsWrapper(e)
+    e = wrappers.OrderEnforcingWrapper(e)
+    return e
+
+
+class raw_env(AECEnv, EzPickle):
+    """The bare AEC env: an illegal action raises `IllegalActionError` (see module docstring)."""
+
+    metadata = {  # noqa: RUF012 - the PettingZoo convention
+        "name": "rummy500_v0",
+        "render_modes": ["ansi", "human"],
+        "is_parallelizable": False,
+    }
+
+    def __init__(
+        self,
+        rules: Rules | str | dict[str, Any] = "standard",
+        episode: str = "game",
+        reward: str | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        EzPickle.__init__(self, rules, episode, reward, render_mode)
+        super().__init__()
+        self.rules = Rules.coerce(rules)
+        if episode not in EPISODES:
+            raise Rummy500Error(f"episode={episode!r} is not allowed: use one of {EPISODES}")
+        reward = reward or ("win" if episode == "game" else "score")
+        if reward not in REWARDS:
+            raise Rummy500Error(f"reward={reward!r} is not allowed: use one of {REWARDS} or None")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise Rummy500Error(
+                f"render_mode={render_mode!r} is not allowed: use None, 'ansi' or 'human'"
+            )
+        self.episode, self.reward_mode, self.render_mode = episode, reward, render_mode
+        n = self.rules.players
+        self.possible_agents = [f"player_{i}" for i in range(n)]
+        self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
+        self.codec = ActionCodec(self.rules)
+        self.encoder = ObservationEncoder(self.rules)
+        obs_space = gymnasium.spaces.Dict(
+            {
+                "observation": gymnasium.spaces.Box(-2.0, 2.0, (self.encoder.size,), np.float32),
+                "action_mask": gymnasium.spaces.Box(0, 1, (self.codec.size,), np.int8),
+            }
+        )
+        self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space)
+        self.action_spaces = {
+            a: gymnasium.spaces.Discrete(self.codec.size) for a in self.possible_agents
+        }
+        self._seeder = random.Random()
+        self.game: Game | None = None
+        self._legal: list[int] | None = None
+        self._legal_actions: list[Action] = []
+        self._obs_cache: dict[int, dict[str, np.ndarray]] = {}
+
+    def observation_space(self, agent: str) -> gymnasium.spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> gymnasium.spaces.Space:
+        return self.action_spaces[agent]
+
+    # --- episode control -----------------------------------------------------------------
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        if seed is not None:
+            self._seeder = random.Random(seed)
+        position = (options or {}).get("position")
+        if position is None:
+            self.game = Game.new(self.rules, seed=self._seeder.getrandbits(63))
+        else:
+            self.game = self._game_from_position(position)
+        self.agents = self.possible_agents[:]
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        self._hand_results_out = False
+        self._after_move(self.game)
+
+    def _game_from_position(self, position: dict[str, Any] | Game) -> Game:
+        g = position if isinstance(position, Game) else Game.from_dict(position)
+        if g.rules != self.rules:
+            raise InvalidPositionError(
+                [
+                    f"the position's rules {g.rules} differ from the env's rules {self.rules}; "
+                    "make the env with the same rules"
+                ]
+            )
+        if g.phase not in ("draw", "play"):
+            raise InvalidPositionError(
+                [f"the position's phase is {g.phase!r}: start from a 'draw' or 'play' phase"]
+            )
+        return g.copy()
+
+    def _after_move(self, game: Game) -> None:
+        """Refresh the caches and point `agent_selection` at the engine's player to act."""
+        self._legal = None
+        self._obs_cache.clear()
+        self.agent_selection = self.possible_agents[game.turn]
+
+    # --- observation -----------------------------------------------------------------------
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        seat = self.agent_name_mapping[agent]
+        cached = self._obs_cache.get(seat)
+        if cached is not None:
+            return cached
+        game = self._require_game()
+        mask = np.zeros(self.codec.size, dtype=np.int8)
+        if agent == self.agent_selection and not self._episode_over():
+            mask[self.legal_ids()] = 1
+        out = {"observation": self.encoder.encode_update(game, seat), "action_mask": mask}
+        self._obs_cache[seat] = out
+        return out
+
+    def legal_ids(self) -> list[int]:
+        """Legal action ids of the agent to act."""
+        if self._legal is None:
+            game = self._require_game()
+            self._legal_actions = game.legal_actions()
+            self._legal = self.codec.legal_ids(game, self._legal_actions)
+        return self._legal
+
+    def _require_game(self) -> Game:
+        if self.game is None:
+            raise Rummy500Error("call reset() before using the env")
+        return self.game
+
+    def _episode_over(self) -> bool:
+        a = self.agent_selection
+        return self.terminations[a] or self.truncations[a]
+
+    # --- stepping ----------------------------------------------------------------------------
+
+    def step(self, action: int | None) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        game = self._require_game()
+        legal = self._legal if self._legal is not None else self.legal_ids()
+        try:
+            k = legal.index(action)  # type: ignore[arg-type]
+        except ValueError:
+            k = -1
+        if k < 0:
+            engine_action = self.codec.decode(game, action)  # raises for ids that name nothing
+            why = game._why_illegal(engine_action) or "its id is not in the action mask"
+            raise IllegalActionError(
+                f"{agent}: action {action} ({engine_action}) is illegal: {why}"
+            )
+        if self._hand_results_out:  # the previous step ended a hand: clear what it handed out
+            self._hand_results_out = False
+            self._clear_rewards()
+            for a in self.agents:
+                self.infos[a] = {}
+        self._cumulative_rewards[agent] = 0.0
+        game._play(self._legal_actions[k])  # the engine action behind the id
+        if game.phase not in ("draw", "play"):
+            self._hand_over(game)
+            self._accumulate_rewards()
+        self._after_move(game)
+        if self.render_mode == "human":
+            self.render()
+
+    def _hand_over(self, game: Game) -> None:
+        """Hand the results out, then end the episode or deal the next hand."""
+        self._hand_results_out = True
+        n = self.rules.players
+        scores = game.hand_scores()
+        info = {
+            "hand_scores": scores,
+            "totals": game.totals,
+            "went_out": game.went_out,
+            "hands_played": game.hands_played,
+        }
+        for a in self.agents:
+            self.infos[a] = dict(info)
+        if self.reward_mode == "score":
+            total = sum(scores)
+            for i, a in enumerate(self.possible_agents):
+                others = (total - scores[i]) / (n - 1)
+                self.rewards[a] = (scores[i] - others) / 100.0
+        if game.phase == "game_over":
+            winner = game.winner
+            if self.reward_mode == "win" and winner is not None:
+                for i, a in enumerate(self.possible_agents):
+                    self.rewards[a] = 1.0 if i == winner else -1.0 / (n - 1)
+            for a in self.agents:
+                self.infos[a]["winner"] = winner
+            done = self.truncations if game.truncated else self.terminations
+            for a in self.agents:
+                done[a] = True
+        elif self.episode == "hand":
+            for a in self.agents:
+                self.terminations[a] = True
+        else:
+            game.next_hand()
+
+    # --- notation and rendering -------------------------------------------------------------
+
+    def action_to_str(self, action: int) -> str:
+        """The engine notation of an action id in the current position."""
+        return self.codec.action_to_str(self._require_game(), action)
+
+    def str_to_action(self, text: str) -> int:
+        """The action id of an action in the engine notation, in the current position."""
+        return self.codec.str_to_action(self._require_game(), text)
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; use 'ansi' or 'human'")
+            return None
+        text = render(self._require_game())
+        if self.render_mode == "human":
+            print(text, end="\n\n")
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+
+class _CallableModule(types.ModuleType):
+    """DESIGN.md asks for both a module `rummy500_env/env.py` and a function
+    `rummy500_env.env(...)`; the import system binds the package attribute `env` to the module,
+    so the module itself forwards calls to `env()`."""
+
+    def __call__(self, **kwargs: Any) -> AECEnv:
+        return env(**kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,192 @@
+"""Gymnasium single-agent view: one seat learns, the other seats are played by fixed agents.
+
+`step` plays the learner's action, then the opponents until the learner is to act again or
+the episode ends, and returns the learner's own observation and the reward it received in
+between; the learner never sees another seat's turn. `action_masks()` is defined on the env
+itself, so sb3-contrib's MaskablePPO finds it through ``env_method`` inside `SubprocVecEnv`
+(an ``ActionMasker`` wrapper cannot cross processes).
+
+    >>> from rummy500_env.single_agent import Rummy500SingleAgentEnv
+    >>> env = Rummy500SingleAgentEnv(seat="random", rules="standard")
+    >>> obs, info = env.reset(seed=0)
+    >>> int(env.action_masks().sum()) > 0
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from rummy500_env.agents.base import Agent, as_agent
+from rummy500_env.agents.random_agent import RandomAgent
+from rummy500_env.env import raw_env
+from rummy500_env.errors import Rummy500Error
+from rummy500_env.rules import Rules
+
+Opponents = Any  # an agent, a callable, or a sequence with one per other seat
+
+
+class Rummy500SingleAgentEnv(gymnasium.Env):  # type: ignore[type-arg]
+    """One learning seat against fixed opponents (see the module docstring).
+
+    Args:
+        opponents: an agent (``act(observation, action_mask) -> int``) or plain callable used
+            for every other seat, or a sequence with one per other seat in seat order after
+            the learner; None plays `RandomAgent`s.
+        seat: the learner's seat, an int, or ``"random"`` to draw it each episode (seats
+            alternate across episodes in expectation, so the learner sees both first and
+            second player).
+        rules, episode, reward, render_mode: as for `rummy500_env.env.raw_env`.
+        illegal: what an action outside the mask does: ``"terminate"`` (the default, as
+            PettingZoo's TerminateIllegalWrapper: the episode ends with ``illegal_reward``)
+            or ``"raise"`` (`IllegalActionError`). Masked learners never hit either.
+        illegal_reward: the learner's reward for an illegal action under ``"terminate"``.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"]}  # noqa: RUF012 - gymnasium convention
+
+    def __init__(
+        self,
+        opponents: Opponents = None,
+        seat: int | str = 0,
+        rules: Rules | str | dict[str, Any] = "standard",
+        episode: str = "game",
+        reward: str | None = None,
+        render_mode: str | None = None,
+        illegal: str = "terminate",
+        illegal_reward: float = -1.0,
+    ) -> None:
+        if illegal not in ("terminate", "raise"):
+            raise Rummy500Error(f"illegal={illegal!r} is not allowed: use 'terminate' or 'raise'")
+        self.illegal, self.illegal_reward = illegal, float(illegal_reward)
+        self.aec = raw_env(rules=rules, episode=episode, reward=reward, render_mode=None)
+        self.rules = self.aec.rules
+        n = self.rules.players
+        if not (seat == "random" or (type(seat) is int and 0 <= seat < n)):
+            raise Rummy500Error(f"seat={seat!r} is not allowed: use 0..{n - 1} or 'random'")
+        if render_mode not in (None, "ansi", "human"):
+            raise Rummy500Error(f"render_mode={render_mode!r}: use None, 'ansi' or 'human'")
+        self.seat_option = seat
+        self.render_mode = render_mode
+        agent0 = self.aec.possible_agents[0]
+        self.observation_space = self.aec.observation_space(agent0)["observation"]
+        self.action_space = self.aec.action_space(agent0)
+        self.seat = 0 if seat == "random" else int(seat)
+        self._pool: list[tuple[list[Agent], float]] = []
+        self._illegal_end = False
+        self.opponents: list[Agent] = []
+        self.set_opponents(opponents)
+
+    # --- opponents ------------------------------------------------------------------------
+
+    def set_opponents(self, opponents: Opponents) -> None:
+        """Use these opponents from the next reset on (clears any pool)."""
+        self.opponents = self._opponent_list(opponents)
+        self._pool = []
+
+    def set_opponent_pool(
+        self, pool: Sequence[Opponents], weights: Sequence[float] | None = None
+    ) -> None:
+        """Draw the opponents of each episode from `pool` (self-play), by `weights`."""
+        if not pool:
+            raise Rummy500Error("the opponent pool is empty: give at least one opponent")
+        weights = list(weights) if weights is not None else [1.0] * len(pool)
+        if len(weights) != len(pool) or any(w < 0 for w in weights) or sum(weights) <= 0:
+            raise Rummy500Error(
+                f"weights must be {len(pool)} non-negative numbers with a positive sum, "
+                f"got {weights}"
+            )
+        self._pool = [(self._opponent_list(o), w) for o, w in zip(pool, weights, strict=True)]
+
+    def _opponent_list(self, opponents: Opponents) -> list[Agent]:
+        n = self.rules.players
+        if opponents is None:
+            return [RandomAgent() for _ in range(n - 1)]
+        if isinstance(opponents, (list, tuple)):
+            if len(opponents) != n - 1:
+                raise Rummy500Error(
+                    f"give one opponent per other seat: {n - 1} for players={n}, "
+                    f"got {len(opponents)}"
+                )
+            return [as_agent(o) for o in opponents]
+        agent = as_agent(opponents)
+        return [agent] * (n - 1)
+
+    # --- gymnasium API -------------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        if self._pool:
+            weights = np.array([w for _, w in self._pool], dtype=float)
+            pick = int(self.np_random.choice(len(self._pool), p=weights / weights.sum()))
+            self.opponents = self._pool[pick][0]
+        if self.seat_option == "random":
+            self.seat = int(self.np_random.integers(self.rules.players))
+        aec_seed = None if seed is None else int(self.np_random.integers(2**63))
+        self.aec.reset(seed=aec_seed, options=options)
+        self._illegal_end = False
+        self.learner = self.aec.possible_agents[self.seat]
+        self._play_opponents()
+        return self._observation(), self._info()
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        aec, me = self.aec, self.learner
+        if self._illegal_end or aec.terminations[me] or aec.truncations[me]:
+            raise Rummy500Error("the episode is over: call reset()")
+        if self.illegal == "terminate" and int(action) not in aec.legal_ids():
+            self._illegal_end = True
+            info = self._info() | {"illegal_action": int(action)}
+            return self._observation(), self.illegal_reward, True, False, info
+        aec.step(int(action))
+        reward = aec.rewards[me]
+        reward += self._play_opponents()
+        if self.render_mode == "human":
+            print(self.render())
+        return (
+            self._observation(),
+            float(reward),
+            bool(aec.terminations[me]),
+            bool(aec.truncations[me]),
+            self._info(),
+        )
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal actions as booleans (sb3-contrib's MaskablePPO reads this)."""
+        return self.aec.observe(self.learner)["action_mask"].astype(bool)
+
+    def render(self) -> str | None:  # type: ignore[override]
+        from rummy500_env.render import render
+
+        if self.render_mode is None:
+            return None
+        return render(self.aec._require_game(), viewer=self.seat)
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _play_opponents(self) -> float:
+        """Let the other seats act until the learner is to act or the episode ends; return the
+        reward the learner received meanwhile."""
+        aec, me = self.aec, self.learner
+        reward = 0.0
+        while not (aec.terminations[me] or aec.truncations[me]) and aec.agent_selection != me:
+            agent = aec.agent_selection
+            seat = aec.agent_name_mapping[agent]
+            opponent = self.opponents[(seat - self.seat) % self.rules.players - 1]
+            obs = aec.observe(agent)
+            aec.step(opponent.act(obs["observation"], obs["action_mask"]))
+            reward += aec.rewards[me]
+        return reward
+
+    def _observation(self) -> np.ndarray:
+        return self.aec.observe(self.learner)["observation"].copy()
+
+    def _info(self) -> dict[str, Any]:
+        info = dict(self.aec.infos.get(self.learner, {}))
+        info["seat"] = self.seat
+        return info
