@@ -1,0 +1,77 @@
+"""`GreedyAgent`: puts down all it can, takes only what it can use at once, sheds high cards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rummy500_env.agents.heuristics import partial_cards, plan, table_value, template_value
+from rummy500_env.agents.view import Decoded, View, ViewDecoder
+from rummy500_env.rules import Rules
+
+
+class GreedyAgent:
+    """A simple, honest baseline (issue 4):
+
+    * melds and lays off everything it can, most valuable first;
+    * takes the top discard only when it completes a meld or a lay-off at once;
+    * digs when the points the dig puts on the table this turn exceed the value of the extra
+      cards it must take (those its plan leaves in hand);
+    * discards its highest-value card that is in no partial meld.
+    """
+
+    def __init__(self, rules: Rules | str | dict[str, Any] = "standard") -> None:
+        self.decoder = ViewDecoder(rules)
+        self.fives = self.decoder.rules.scoring == "fives"
+
+    def act(self, observation: np.ndarray[Any, Any], action_mask: np.ndarray[Any, Any]) -> int:
+        view = self.decoder.view(observation)
+        legal = self.decoder.legal(view, action_mask)
+        if not legal:
+            raise ValueError("the action mask has no legal action: is this agent to act?")
+        if view.phase == "draw":
+            return self.choose_draw(view, legal).id
+        return self.choose_play(view, legal).id
+
+    def choose_draw(self, view: View, legal: list[Decoded]) -> Decoded:
+        base, _ = plan(view.hand, view.fits, view.values, self.fives)
+        best, best_net = None, 0.0
+        for a in legal:
+            if a.kind not in ("take", "dig"):
+                continue
+            value, used = plan(view.hand + list(a.cards), view.fits, view.values, self.fives)
+            gain = value - base
+            if a.kind == "take":
+                net = gain if used[a.cards[0]] and gain > 0 else 0
+            else:
+                extra = sum(view.values[c] for c in a.cards if not used[c])
+                net = gain - extra
+            if net > best_net:
+                best, best_net = a, net
+        if best is not None:
+            return best
+        return next((a for a in legal if a.kind == "draw"), None) or next(
+            (a for a in legal if a.kind == "decline"), legal[0]
+        )
+
+    def choose_play(self, view: View, legal: list[Decoded]) -> Decoded:
+        values = view.values
+        melds = [a for a in legal if a.kind == "meld"]
+        if melds:
+            return max(
+                melds,
+                key=lambda a: template_value(a.id - self.decoder.codec.MELD, values, self.fives),
+            )
+        layoffs = [a for a in legal if a.kind == "layoff"]
+        if layoffs:
+            return max(
+                layoffs, key=lambda a: table_value(a.cards[0], values, a.end == 1, self.fives)
+            )
+        discards = [a for a in legal if a.kind == "discard"]
+        partial = partial_cards(view.hand)
+        loose = [a for a in discards if a.cards[0] not in partial] or discards
+        return max(loose, key=lambda a: (values[a.cards[0]], a.cards[0]))
+
+    def __repr__(self) -> str:
+        return "GreedyAgent()"

@@ -1,0 +1,268 @@
+"""`SearchAgent`: determinized Monte-Carlo search over the candidate actions.
+
+For each decision it samples the cards it cannot see consistently with what its seat knows
+(opponents keep the cards they are known to hold and get their hand sizes; the rest of the
+unseen cards fill the stock in random order), plays every candidate action in that world,
+finishes the hand with fast rollout policies, and picks the candidate with the best mean
+hand-score difference. All candidates share each sampled world and its rollout randomness
+(common random numbers), so their comparison is paired. The budget is a number of sampled
+worlds or milliseconds per decision.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import numpy as np
+
+from rummy500_env.agents.expert import ExpertAgent
+from rummy500_env.agents.view import Decoded, View
+from rummy500_env.cards import multiset_of
+from rummy500_env.errors import IllegalActionError
+from rummy500_env.game import Game, meld_templates_in
+from rummy500_env.melds import MELD_TEMPLATES, hand_values, make_run, make_set
+from rummy500_env.rules import Rules
+
+
+class SearchAgent:
+    """Determinized Monte-Carlo search (see the module docstring).
+
+    Args:
+        rules: the rules the agent plays.
+        ms: time budget per decision in milliseconds (default 50 when `rollouts` is None).
+        rollouts: number of sampled worlds per decision instead of a time budget.
+        candidates: how many actions to search, the `ExpertAgent`'s favourites first.
+        seed: seeds the sampling.
+    """
+
+    def __init__(
+        self,
+        rules: Rules | str | dict[str, Any] = "standard",
+        ms: float | None = None,
+        rollouts: int | None = None,
+        candidates: int = 5,
+        seed: int | None = None,
+    ) -> None:
+        self.prior = ExpertAgent(rules)
+        self.rules = self.prior.decoder.rules
+        if rollouts is None and ms is None:
+            ms = 50.0
+        self.ms, self.rollouts, self.candidates = ms, rollouts, candidates
+        self.rng = random.Random(seed)
+        self.values = hand_values(self.rules.scoring)
+
+    def act(self, observation: np.ndarray[Any, Any], action_mask: np.ndarray[Any, Any]) -> int:
+        start = time.perf_counter()
+        view = self.prior.decoder.view(observation)
+        legal = self.prior.decoder.legal(view, action_mask)
+        if not legal:
+            raise ValueError("the action mask has no legal action: is this agent to act?")
+        favourite = self.prior.act(observation, action_mask)
+        cands = self._candidates(view, legal, favourite)
+        if len(cands) == 1:
+            return cands[0].id
+        totals = [0.0] * len(cands)
+        worlds = 0
+        # Stop when the next world would end past 95% of the budget: the rest of `act` (the
+        # view, the expert's pick, the final choice) must fit too.
+        deadline = None if self.ms is None else start + 0.95 * self.ms / 1000
+        budget = self.rollouts if self.rollouts is not None else 10_000
+        for _attempt in range(3 * budget):
+            world_start = time.perf_counter()
+            outcome = self._evaluate_world(view, cands)
+            if outcome is not None:
+                for k, v in enumerate(outcome):
+                    totals[k] += v
+                worlds += 1
+            if worlds >= budget:
+                break
+            now = time.perf_counter()
+            if deadline is not None and now + 1.5 * (now - world_start) >= deadline:
+                break  # the next world would not finish inside the budget
+        if worlds == 0:
+            return favourite
+        best = max(range(len(cands)), key=lambda k: (totals[k], cands[k].id == favourite))
+        return cands[best].id
+
+    def _evaluate_world(self, view: View, cands: list[Decoded]) -> list[float] | None:
+        """Sample one world and play every candidate out in it with the same rollout seed;
+        None when the view admits no world or a candidate does not apply in it (a two-deck
+        table the view cannot pin down)."""
+        game = self.sample_world(view)
+        if game is None:
+            return None
+        seed = self.rng.getrandbits(32)
+        outcome = []
+        for a in cands:
+            g = game.copy()
+            try:
+                g._play(self.prior.decoder.codec.decode(g, a.id))
+            except IllegalActionError:
+                return None
+            outcome.append(self._rollout(g, random.Random(seed)))
+        return outcome
+
+    # --- candidates ------------------------------------------------------------------------
+
+    def _candidates(self, view: View, legal: list[Decoded], favourite: int) -> list[Decoded]:
+        """The expert's choice plus the next best of each kind, at most `candidates`."""
+        by_id = {a.id: a for a in legal}
+        out = [by_id[favourite]]
+        if view.phase == "draw":
+            rest = [a for a in legal if a.id != favourite]
+            rest.sort(key=lambda a: (a.kind != "draw", a.depth))
+        else:
+            w = self.prior.urgency(view)
+            plays = [a for a in legal if a.kind in ("meld", "layoff") and a.id != favourite]
+            discards = [a for a in legal if a.kind == "discard" and a.id != favourite]
+            discards.sort(key=lambda a: self.prior.keep_score(a.cards[0], view, w))
+            rest = plays + discards
+        return (out + rest)[: self.candidates]
+
+    # --- sampling a world ------------------------------------------------------------------------
+
+    def sample_world(self, view: View) -> Game | None:
+        """A full position consistent with the view: hidden cards dealt at random."""
+        n = self.rules.players
+        unseen = view.unseen()
+        self.rng.shuffle(unseen)
+        hands: list[list[int]] = [list(view.hand)]
+        for s in range(1, n):
+            need = view.hand_sizes[s] - len(view.known[s - 1])
+            if need < 0 or need > len(unseen):
+                return None
+            hands.append(list(view.known[s - 1]) + unseen[:need])
+            unseen = unseen[need:]
+        if len(unseen) != view.stock:
+            return None
+        g = Game(self.rules, self.rng.getrandbits(32))
+        for s in range(n):
+            g.one[s], g.two[s] = multiset_of(hands[s])
+            g.count[s] = len(hands[s])
+            g.known_one[s], g.known_two[s] = multiset_of(view.known[s - 1]) if s else (0, 0)
+        g.stock = unseen
+        g.pile = view.pile[::-1]
+        g.melds = _table_melds(view)
+        g.turn = 0
+        g.phase = view.phase
+        g.must_play, g.taken_top = view.must_play, view.no_discard
+        g.totals_before = [0] * n
+        g.turns = 0
+        return g
+
+    # --- rollouts ------------------------------------------------------------------------------
+
+    def _rollout(self, g: Game, rng: random.Random) -> float:
+        """Finish the hand with fast policies; return seat 0's score minus the others' mean."""
+        values = self.values
+        for _ in range(400):  # a rollout that runs long is scored where it stands
+            if g.phase not in ("draw", "play"):
+                break
+            g._play(_rollout_action(g, rng, values))
+        scores = g.hand_scores()
+        n = len(scores)
+        return scores[0] - (sum(scores) - scores[0]) / (n - 1)
+
+    def __repr__(self) -> str:
+        budget = f"{self.rollouts} worlds" if self.rollouts is not None else f"{self.ms:g} ms"
+        return f"SearchAgent({budget})"
+
+
+def _rollout_action(g: Game, rng: random.Random, values: tuple[int, ...]) -> Any:
+    """Greedy rollout policy on the engine: draw, put everything down, shed high cards."""
+    legal = g.legal_actions()
+    if g.phase == "draw":
+        for a in legal:
+            if a.kind == "take" and _completes(g, a):
+                return a
+        for a in legal:
+            if a.kind in ("draw", "decline"):
+                return a
+        return legal[0]
+    best = None
+    for a in legal:
+        if a.kind == "meld":
+            return a
+        if a.kind == "layoff" and best is None:
+            best = a
+    if best is not None:
+        return best
+    discards = [a for a in legal if a.kind == "discard"]
+    top = max(values[a.cards[0]] for a in discards)
+    return rng.choice([a for a in discards if values[a.cards[0]] == top])
+
+
+def _completes(g: Game, a: Any) -> bool:
+    top = g.pile[-1]
+    one = g.one[g.turn] | 1 << top
+    return any(top in m.fits for m in g.melds) or any(
+        top in MELD_TEMPLATES[t] for t in meld_templates_in(one)
+    )
+
+
+def _table_melds(view: View) -> list[Any]:
+    """Rebuild the table's melds from the view: one set per rank, one run per stretch of
+    consecutive run cards of a suit. Adjacent runs merge, which changes neither what can be
+    laid off nor any card's value."""
+    n = len(view.table_owner)
+    owner_of: dict[int, list[int]] = {}
+    for seat in range(n):
+        for c in view.table_owner[seat]:
+            owner_of.setdefault(c, []).append(seat)
+    melds = []
+    by_rank: dict[int, list[int]] = {}
+    for c in view.table_set:
+        by_rank.setdefault(c % 13, []).append(c)
+    for rank, cards in sorted(by_rank.items()):
+        for chunk in _split_sets(cards):
+            melds.append(make_set(rank, tuple(chunk), tuple(owner_of[c].pop() for c in chunk)))
+    for s in range(4):
+        suit_cards = [c for c in view.table_run if c // 13 == s]
+        for lo, hi in _run_stretches(suit_cards):
+            cards = [s * 13 + (o - 1) % 13 for o in range(lo, hi + 1)]
+            owners = tuple(owner_of[c].pop() for c in cards)
+            melds.append(make_run(s, lo, hi, owners))
+    return melds
+
+
+def _run_stretches(cards: list[int]) -> list[tuple[int, int]]:
+    """Split one suit's run cards into runs of three or more (ordinals lo..hi). Each ace goes
+    low or high, whichever leaves no stretch shorter than three."""
+    aces = sum(1 for c in cards if c % 13 == 0)
+    base = [0] * 15
+    for c in cards:
+        if c % 13:
+            base[c % 13 + 1] += 1
+    best: list[tuple[int, int]] = []
+    for high in range(aces, -1, -1):  # how many aces sit high; prefer high
+        counts = base[:]
+        counts[14] += high
+        counts[1] += aces - high
+        runs: list[tuple[int, int]] = []
+        while any(counts):
+            lo = next(o for o in range(1, 15) if counts[o])
+            hi = lo
+            while hi + 1 < 15 and counts[hi + 1]:
+                hi += 1
+            for o in range(lo, hi + 1):
+                counts[o] -= 1
+            runs.append((lo, hi))
+        if all(hi - lo >= 2 for lo, hi in runs):
+            return runs
+        best = best or runs
+    return [r for r in best if r[1] - r[0] >= 2]
+
+
+def _split_sets(cards: list[int]) -> list[list[int]]:
+    """Cards of one rank into sets of distinct suits (two decks can hold two sets)."""
+    out: list[list[int]] = []
+    for c in sorted(cards):
+        for chunk in out:
+            if c not in chunk and len(chunk) < 4:
+                chunk.append(c)
+                break
+        else:
+            out.append([c])
+    return out

@@ -1,0 +1,95 @@
+"""training.evaluate: statistics, determinism, outputs and argument errors."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from training.evaluate import Config, EvaluateError, elo, main, mean_ci, parse_args, run, wilson
+
+
+def test_wilson_interval_matches_known_values():
+    lo, hi = wilson(50, 100)
+    assert lo == pytest.approx(0.4038, abs=1e-3) and hi == pytest.approx(0.5962, abs=1e-3)
+    assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == 1.0
+
+
+def test_mean_interval():
+    m, lo, hi = mean_ci([1.0, 2.0, 3.0, 4.0])
+    assert m == 2.5 and lo < 2.5 < hi
+    assert hi - m == pytest.approx(1.96 * math.sqrt(5 / 3) / 2)
+
+
+def test_elo_recovers_the_order_and_a_known_gap():
+    # A beats B 3 times in 4 (76% -> about +191 Elo); B beats C the same.
+    results = [(0, 1, 1.0)] * 75 + [(0, 1, 0.0)] * 25 + [(1, 2, 1.0)] * 75 + [(1, 2, 0.0)] * 25
+    r, half = elo(3, results)
+    assert r[0] > r[1] > r[2] and r.sum() == pytest.approx(0, abs=1e-6)
+    assert r[0] - r[1] == pytest.approx(400 * math.log10(3), rel=0.02)
+    assert (half > 0).all() and (half < 200).all()
+
+
+def test_a_tiny_tournament_is_deterministic_and_duplicate(tmp_path):
+    cfg = Config(["greedy", "random"], games=4, workers=1, seed=3, out=str(tmp_path))
+    a, b = run(cfg, progress=False), run(cfg, progress=False)
+    assert a["pairs"] == b["pairs"]
+    games = a["games"]
+    assert len(games) == 4 and sorted((g["deal"], g["seats"]) for g in games) == [
+        (0, [0, 1]),
+        (0, [1, 0]),
+        (1, [0, 1]),
+        (1, [1, 0]),
+    ]
+    row = a["pairs"][0]
+    assert row["wins_a"] + row["wins_b"] + row["draws"] == 4
+
+
+def test_parallel_workers_give_the_same_results(tmp_path):
+    base = Config(["greedy", "random"], games=4, seed=1, out=str(tmp_path), episode="hand")
+    one = run(Config(**{**base.__dict__, "workers": 1}), progress=False)
+    two = run(Config(**{**base.__dict__, "workers": 2}), progress=False)
+    assert one["games"] == two["games"]
+
+
+def test_cli_writes_json_csv_and_png(tmp_path, capsys):
+    assert main(["greedy", "random", "--games", "2", "--workers", "1", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "greedy" in out and "Elo" in out
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["pairs"][0]["games"] == 2
+    assert (tmp_path / "pairs.csv").read_text().startswith("a,b,games")
+    assert (tmp_path / "ratings.png").stat().st_size > 1000
+
+
+def test_three_player_tables_rotate_seats(tmp_path):
+    cfg = Config(
+        ["greedy", "random"], games=3, players=3, workers=1, out=str(tmp_path), episode="hand"
+    )
+    seats = sorted(g["seats"] for g in run(cfg, progress=False)["games"])
+    assert seats == [[0, 0, 1], [0, 1, 0], [1, 0, 0]]
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["greedy"], "at least two agents"),
+        (["greedy", "wizard"], "unknown agent 'wizard'"),
+        (["greedy", "search:fast"], "bad search budget"),
+        (["greedy", "missing.pt"], "no checkpoint at 'missing.pt'"),
+        (["greedy", "random", "--games", "0"], "--games 0"),
+        (["greedy", "random", "--rules", "gin"], "--rules 'gin'"),
+        (["greedy", "random", "--episode", "set"], "--episode 'set'"),
+        (["greedy", "random", "--players", "9"], "players=9"),
+    ],
+)
+def test_bad_arguments_are_clear_errors(argv, words, capsys):
+    try:
+        parse_args(argv)
+    except (EvaluateError, Exception) as e:  # RulesError for --players
+        assert words in str(e)
+    else:
+        pytest.fail("no error")
+    assert main(argv) == 2
+    assert words in capsys.readouterr().err

@@ -1,0 +1,232 @@
+"""training.ppo end to end with a tiny budget: train, checkpoint, SIGKILL, resume, export,
+load (without stable_baselines3), play; and the errors for bad configs and policy files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sb3_contrib")
+
+import torch
+
+from rummy500_env.agents.policy import PolicyAgent, PolicyLoadError
+from training.ppo import ConfigError, main, parse_args
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = [
+    "--total-timesteps",
+    "3072",
+    "--n-steps",
+    "256",
+    "--batch-size",
+    "128",
+    "--n-envs",
+    "2",
+    "--bc-decisions",
+    "300",
+    "--bc-epochs",
+    "1",
+    "--checkpoint-every",
+    "512",
+    "--snapshot-every",
+    "1024",
+    "--eval-every",
+    "2048",
+    "--eval-games",
+    "2",
+    "--final-eval-games",
+    "2",
+    "--eval-bots",
+    "greedy",
+    "--net-arch",
+    "32",
+    "32",
+    "--no-progress",
+]
+
+
+def ppo(*args: str, **kw) -> subprocess.Popen:
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "training.ppo", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kw,
+    )
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """Train, SIGKILL after the second checkpoint, resume to the end."""
+    run = tmp_path_factory.mktemp("ppo") / "run"
+    proc = ppo(*TINY, "--run-dir", str(run))
+    ckpts = run / "checkpoints"
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if len(list(ckpts.glob("step_*.zip"))) >= 2:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, (
+        "training finished before it could be killed:\n" + proc.stdout.read()
+    )
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (run / "policy.pt").exists()
+    state = json.loads((run / "state.json").read_text())
+    killed_at = state["timesteps"]
+    assert killed_at >= 512 and (ckpts / state["checkpoint"]).exists()
+    out, _ = ppo("--resume", str(run)).communicate(timeout=600)
+    assert f"at {killed_at} timesteps" in out, out
+    assert (run / "policy.pt").exists(), out
+    return run
+
+
+def test_killed_run_resumes_from_its_last_checkpoint_to_the_same_budget(trained):
+    state = json.loads((trained / "state.json").read_text())
+    assert state["timesteps"] >= 3072
+    assert len(list((trained / "checkpoints").glob("step_*.zip"))) <= 3
+    assert (trained / "evaluations.csv").exists() and (trained / "learning_curve.png").exists()
+    assert list((trained / "tb").rglob("events.out.tfevents*"))
+
+
+def test_exported_policy_loads_without_stable_baselines3_and_plays_greedy(trained):
+    code = f"""
+import sys
+sys.modules["stable_baselines3"] = None  # importing it now fails
+sys.modules["sb3_contrib"] = None
+from rummy500_env.agents.policy import PolicyAgent
+from rummy500_env.agents import GreedyAgent
+from training.arena import play
+agent = PolicyAgent.load({str(trained / "policy.pt")!r})
+result = play([agent, GreedyAgent()], "standard", seed=1, episode="hand")
+print("played", result.totals)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=os.environ | {"PYTHONPATH": str(ROOT)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "played" in out.stdout
+
+
+def test_policy_agent_matches_the_trained_model_and_stays_in_the_mask(trained):
+    from sb3_contrib import MaskablePPO
+
+    from rummy500_env.single_agent import Rummy500SingleAgentEnv
+
+    ckpt = sorted((trained / "checkpoints").glob("step_*.zip"))[-1]
+    model = MaskablePPO.load(ckpt, device="cpu")
+    agent = PolicyAgent.load(trained / "policy.pt", rules="standard")
+    sampler = PolicyAgent.load(trained / "policy.pt", deterministic=False, seed=3)
+    env = Rummy500SingleAgentEnv(episode="hand")
+    obs, _ = env.reset(seed=0)
+    for _ in range(40):
+        mask = env.action_masks()
+        expected, _ = model.predict(obs, action_masks=mask, deterministic=True)
+        assert agent.act(obs, mask) == int(expected)
+        assert mask[sampler.act(obs, mask)]
+        obs, _, term, trunc, _ = env.step(int(expected))
+        if term or trunc:
+            obs, _ = env.reset()
+    meta = agent.metadata
+    assert meta["rules"]["players"] == 2 and meta["encoding"]["action_size"] == 360
+    assert meta["evaluation"]["results"]["greedy"]["games"] == 2
+    assert (trained / "policy.pt").stat().st_size < 5_000_000
+
+
+def test_policy_for_other_rules_or_encoding_is_refused_showing_stored_vs_current(trained, tmp_path):
+    with pytest.raises(PolicyLoadError, match=r"other rules:\n  stored: .*\n  current: "):
+        PolicyAgent.load(trained / "policy.pt", rules="nordic")
+    blob = torch.load(trained / "policy.pt", weights_only=True)
+    blob["metadata"]["encoding"]["observation_version"] = 999
+    bad = tmp_path / "old.pt"
+    torch.save(blob, bad)
+    with pytest.raises(PolicyLoadError, match=r"stored: .*999.*\n  current"):
+        PolicyAgent.load(bad)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "not_policy", "missing"])
+def test_corrupt_or_truncated_policy_files_give_clear_errors(trained, tmp_path, damage):
+    path = tmp_path / "p.pt"
+    data = (trained / "policy.pt").read_bytes()
+    if damage == "truncate":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        path.write_bytes(b"\x00not a torch file at all" * 10)
+    elif damage == "not_policy":
+        torch.save({"weights": torch.zeros(3)}, path)
+    words = {
+        "truncate": "corrupt or truncated",
+        "garbage": "corrupt or truncated",
+        "not_policy": "not a rummy500 policy file",
+        "missing": "no policy file",
+    }[damage]
+    with pytest.raises(PolicyLoadError, match=words):
+        PolicyAgent.load(path)
+
+
+def test_evaluate_accepts_the_exported_policy(trained, tmp_path):
+    from training.evaluate import main as evaluate
+
+    assert (
+        evaluate(
+            [
+                str(trained / "policy.pt"),
+                "greedy",
+                "--games",
+                "2",
+                "--workers",
+                "1",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--learning-rate", "-1"], "learning_rate=-1.0 is not allowed"),
+        (["--episode", "match"], "episode='match'"),
+        (["--opponents.greedy", "-2"], "opponents="),
+        (["--batch-size", "100000"], "batch_size=100000"),
+        (["--resume", "/nonexistent/run"], "no run there"),
+        (["--config", "/nonexistent.yaml"], "no config file"),
+    ],
+)
+def test_bad_config_values_are_clear_errors(argv, words, capsys):
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(")):
+        parse_args(argv)
+    assert main(argv) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_unknown_yaml_field_is_named(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rules: standard\nlearning_rat: 0.1\n")
+    with pytest.raises(ConfigError, match=r"unknown config field.*learning_rat"):
+        parse_args(["--config", str(cfg)])
+
+
+def test_a_second_run_into_the_same_folder_is_refused(trained):
+    with pytest.raises(ConfigError, match="already holds a run"):
+        from training.ppo import train
+
+        args, _ = parse_args([*TINY, "--run-dir", str(trained)])
+        train(args)

@@ -1,0 +1,65 @@
+"""Playing agents against each other: one game or hand per call, deterministic for a seed.
+
+Used by `training.evaluate` (tournaments) and by training's periodic evaluation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rummy500_env.agents.base import Agent
+from rummy500_env.env import raw_env
+from rummy500_env.rules import Rules
+
+
+@dataclass
+class Result:
+    """The outcome of one game (or hand) from the seats' point of view."""
+
+    winner: int | None
+    totals: list[int]
+    hand_scores: list[list[int]]
+    truncated: bool
+
+    def margin(self, seat: int) -> float:
+        """`seat`'s final total minus the mean of the others'."""
+        n = len(self.totals)
+        return self.totals[seat] - (sum(self.totals) - self.totals[seat]) / (n - 1)
+
+    def hand_margin(self, seat: int) -> float:
+        """Mean over hands of `seat`'s hand score minus the mean of the others'."""
+        if not self.hand_scores:
+            return 0.0
+        n = len(self.totals)
+        return sum(s[seat] - (sum(s) - s[seat]) / (n - 1) for s in self.hand_scores) / len(
+            self.hand_scores
+        )
+
+
+def play(
+    agents: list[Agent], rules: Rules | str | dict[str, Any], seed: int, episode: str = "game"
+) -> Result:
+    """Play one game (or one hand) with `agents[i]` in seat i, dealt from `seed`."""
+    e = raw_env(rules=rules, episode=episode)
+    e.reset(seed=seed)
+    hands: list[list[int]] = []
+    while True:
+        agent = e.agent_selection
+        if e.terminations[agent] or e.truncations[agent]:
+            break
+        obs = e.observe(agent)
+        e.step(agents[e.agent_name_mapping[agent]].act(obs["observation"], obs["action_mask"]))
+        info = e.infos[agent]
+        if "hand_scores" in info and e._hand_results_out:
+            hands.append(list(info["hand_scores"]))
+    game = e.game
+    assert game is not None
+    totals = game.totals
+    if episode == "hand":
+        winner = None
+        best = max(totals)
+        if totals.count(best) == 1:
+            winner = totals.index(best)
+        return Result(winner, totals, hands, False)
+    return Result(game.winner, totals, hands, game.truncated)
