@@ -129,10 +129,20 @@ class Rummy500SingleAgentEnv(gymnasium.Env):  # type: ignore[type-arg]
         if self.seat_option == "random":
             self.seat = int(self.np_random.integers(self.rules.players))
         aec_seed = None if seed is None else int(self.np_random.integers(2**63))
-        self.aec.reset(seed=aec_seed, options=options)
         self._illegal_end = False
-        self.learner = self.aec.possible_agents[self.seat]
-        self._play_opponents()
+        self.learner = me = self.aec.possible_agents[self.seat]
+        for _deal in range(1000):
+            self.aec.reset(seed=aec_seed, options=options)
+            self._play_opponents()
+            if not (self.aec.terminations[me] or self.aec.truncations[me]):
+                break
+            # The episode ended before the learner's first decision (an opponent went out on
+            # its first turn): an episode without a decision teaches nothing, so deal again.
+            if options and options.get("position") is not None:
+                raise Rummy500Error(
+                    f"the episode from this position ends before seat {self.seat} acts"
+                )
+            aec_seed = int(self.np_random.integers(2**63))
         return self._observation(), self._info()
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from rummy500_env import Game, Rules
@@ -76,3 +77,56 @@ def play(g: Game, *actions: str) -> Game:
     for a in actions:
         g.apply(a)
     return g
+
+
+SEEN = {
+    "hands": ["9S 9H 2C", "5D 6D QS"],
+    "pile": "9D KC 4H",
+    "melds": [("7C 8C 9C", 1)],
+    "known": [[], ["QS"]],
+    "totals": [100, 250],
+}
+"""A small position with a bit of everything a seat sees: a pile, a meld, a known card."""
+
+
+def random_positions(rules: Rules, count: int, seed: int, max_moves: int = 60) -> list[Game]:
+    """Positions reached by random legal play, still in a hand (for observation tests)."""
+    rng = random.Random(seed)
+    out = []
+    for s in range(count):
+        g = Game.new(rules, seed=s)
+        for _ in range(rng.randrange(max_moves)):
+            if g.phase not in ("draw", "play"):
+                break
+            g.apply(rng.choice(g.legal_actions()))
+        if g.phase in ("draw", "play"):
+            out.append(g)
+    return out
+
+
+def reshuffle_hidden(g: Game, viewer: int, rng: random.Random) -> Game:
+    """The same position for `viewer`, with what it cannot see dealt again: the opponents'
+    unknown cards and the stock are shuffled together and redistributed."""
+    d = g.to_dict()
+    hidden = list(d["stock"])
+    slots = []
+    hands = []
+    for p, hand in enumerate(d["hands"]):
+        if p == viewer:
+            hands.append(list(hand))
+            continue
+        known = list(d["known"][p])
+        kept = []
+        for c in hand:
+            if c in known:
+                known.remove(c)
+                kept.append(c)
+            else:
+                hidden.append(c)
+                slots.append(p)
+        hands.append(kept)
+    rng.shuffle(hidden)
+    for p, c in zip(slots, hidden, strict=False):
+        hands[p].append(c)
+    d["hands"], d["stock"] = hands, hidden[len(slots) :]
+    return Game.from_dict(d)

@@ -17,7 +17,7 @@ from rummy500_env.agents import (
     ViewDecoder,
 )
 from rummy500_env.observation import ObservationEncoder
-from tests.helpers import position
+from tests.helpers import SEEN, position, random_positions, reshuffle_hidden
 
 BOTS = {
     "random": lambda rules: RandomAgent(0),
@@ -46,47 +46,6 @@ def test_bots_only_ever_play_legal_actions(bot, preset, players):
             steps += 1
 
 
-def _positions(rules: Rules, count: int):
-    rng = random.Random(5)
-    out = []
-    for seed in range(count):
-        g = Game.new(rules, seed=seed)
-        for _ in range(rng.randrange(60)):
-            if g.phase not in ("draw", "play"):
-                break
-            g.apply(rng.choice(g.legal_actions()))
-        if g.phase in ("draw", "play"):
-            out.append(g)
-    return out
-
-
-def _hide(g: Game, viewer: int, rng: random.Random) -> Game:
-    """The same position with the opponents' unknown cards and the stock reshuffled."""
-    d = g.to_dict()
-    hidden = list(d["stock"])
-    slots = []
-    for p, hand in enumerate(d["hands"]):
-        if p == viewer:
-            continue
-        known = list(d["known"][p])
-        for c in hand:
-            if c in known:
-                known.remove(c)
-            else:
-                hidden.append(c)
-                slots.append(p)
-    rng.shuffle(hidden)
-    new_hands = [
-        list(h) if p == viewer else [c for c in h if c in d["known"][p]]
-        for p, h in enumerate(d["hands"])
-    ]
-    for p, c in zip(slots, hidden, strict=False):
-        new_hands[p].append(c)
-    d["hands"] = new_hands
-    d["stock"] = hidden[len(slots) :]
-    return Game.from_dict(d)
-
-
 @pytest.mark.parametrize("bot", ["greedy", "expert", "search"])
 def test_bot_choice_does_not_change_when_only_hidden_information_changes(bot):
     rules = Rules(players=3)
@@ -96,9 +55,9 @@ def test_bot_choice_does_not_change_when_only_hidden_information_changes(bot):
     codec = ActionCodec(rules)
     rng = random.Random(1)
     checked = 0
-    for g in _positions(rules, 25):
+    for g in random_positions(rules, 25, seed=5):
         p = g.current_player
-        h = _hide(g, p, rng)
+        h = reshuffle_hidden(g, p, rng)
         assert h.hand(p) == g.hand(p)
         a1 = BOTS[bot](rules).act(enc.encode(g, p), codec.mask(g))
         a2 = BOTS[bot](rules).act(enc.encode(h, p), codec.mask(h))
@@ -108,13 +67,7 @@ def test_bot_choice_does_not_change_when_only_hidden_information_changes(bot):
 
 
 def test_view_decodes_what_the_seat_knows():
-    d = position(
-        hands=["9S 9H 2C", "5D 6D QS"],
-        pile="9D KC 4H",
-        melds=[("7C 8C 9C", 1)],
-        known=[[], ["QS"]],
-        totals=[100, 250],
-    )
+    d = position(**SEEN)
     g = Game.from_dict(d)
     enc, dec = ObservationEncoder(g.rules), ViewDecoder(g.rules)
     v = dec.view(enc.encode(g, 0))

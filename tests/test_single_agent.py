@@ -104,3 +104,26 @@ def test_maskable_ppo_trains_a_few_thousand_steps_in_subprocesses():
         assert masks.shape == (2, 360)
     finally:
         venv.close()
+
+
+def test_a_deal_that_ends_before_the_learner_acts_is_dealt_again():
+    """An opponent who goes out on the first turn would end a hand episode before the learner
+    decides anything; reset deals again instead (and refuses such a fixed position)."""
+    from rummy500_env.agents import GreedyAgent
+    from tests.helpers import position
+
+    doomed = position(hands=["5C 6C 7C 9D 9H", "2S 4S 6S 8S"], pile="KD", stock="9S")
+    env = Rummy500SingleAgentEnv(opponents=GreedyAgent(), seat=1, episode="hand")
+    with pytest.raises(Rummy500Error, match="ends before seat 1 acts"):
+        env.reset(seed=0, options={"position": doomed})
+    real_reset = env.aec.reset
+    calls = []
+
+    def first_doomed(seed=None, options=None):
+        calls.append(seed)
+        real_reset(seed=seed, options={"position": doomed} if len(calls) == 1 else None)
+
+    env.aec.reset = first_doomed
+    env.reset(seed=0)
+    assert len(calls) == 2 and env.action_masks().any()
+    assert env.aec.agent_selection == "player_1"

@@ -473,56 +473,40 @@ def evaluate_policy_file(path: Path, args: Args, games: int, workers: int) -> di
 
 
 def _callbacks(args: Args, run: Path, state: dict[str, Any], venv: Any) -> list[Any]:
+    """Checkpoints, snapshots and evaluations, each every so many timesteps."""
     from stable_baselines3.common.callbacks import BaseCallback
 
-    class Checkpoints(BaseCallback):
-        """Every `checkpoint_every` steps: model zip and run state, written atomically."""
+    class Every(BaseCallback):
+        """Calls `action(model)` each time the timestep count passes a multiple of `interval`
+        (counted from where a resumed run starts)."""
 
-        def __init__(self) -> None:
+        def __init__(self, interval: int, action: Any) -> None:
             super().__init__()
-            self.next = (state["timesteps"] // args.checkpoint_every + 1) * args.checkpoint_every
+            self.interval, self.action = interval, action
+            self.next = (state["timesteps"] // interval + 1) * interval
 
         def _on_step(self) -> bool:
             if self.num_timesteps >= self.next:
-                self.next += args.checkpoint_every
-                save_checkpoint(self.model, args, run, state)
+                self.next += self.interval
+                self.action(self.model, self.logger)
             return True
 
-    class Snapshots(BaseCallback):
-        """Every `snapshot_every` steps: freeze the learner into the opponent pool."""
+    def evaluate(model: Any, logger: Any) -> None:
+        path = run / "eval_policy.pt"
+        export_policy(model, args, path)
+        results = evaluate_policy_file(path, args, args.eval_games, workers=1)
+        row = {"timesteps": model.num_timesteps}
+        for bot, r in results.items():
+            logger.record(f"eval/win_rate_vs_{bot}", r["win_rate_a"])
+            logger.record(f"eval/margin_vs_{bot}", r["margin_a"])
+            row[f"win_rate_vs_{bot}"] = r["win_rate_a"]
+        append_evaluation(run, row)
 
-        def __init__(self) -> None:
-            super().__init__()
-            self.next = (state["timesteps"] // args.snapshot_every + 1) * args.snapshot_every
-
-        def _on_step(self) -> bool:
-            if self.num_timesteps >= self.next:
-                self.next += args.snapshot_every
-                add_snapshot(self.model, args, run, state, venv)
-            return True
-
-    class Evaluations(BaseCallback):
-        """Every `eval_every` steps: play the bots with masks applied, log win rates."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.next = (state["timesteps"] // args.eval_every + 1) * args.eval_every
-
-        def _on_step(self) -> bool:
-            if self.num_timesteps >= self.next:
-                self.next += args.eval_every
-                path = run / "eval_policy.pt"
-                export_policy(self.model, args, path)
-                results = evaluate_policy_file(path, args, args.eval_games, workers=1)
-                row = {"timesteps": self.num_timesteps}
-                for bot, r in results.items():
-                    self.logger.record(f"eval/win_rate_vs_{bot}", r["win_rate_a"])
-                    self.logger.record(f"eval/margin_vs_{bot}", r["margin_a"])
-                    row[f"win_rate_vs_{bot}"] = r["win_rate_a"]
-                append_evaluation(run, row)
-            return True
-
-    return [Checkpoints(), Snapshots(), Evaluations()]
+    return [  # snapshots first, so a checkpoint at the same step records the new pool
+        Every(args.snapshot_every, lambda m, _: add_snapshot(m, args, run, state, venv)),
+        Every(args.checkpoint_every, lambda m, _: save_checkpoint(m, args, run, state)),
+        Every(args.eval_every, evaluate),
+    ]
 
 
 def save_checkpoint(model: Any, args: Args, run: Path, state: dict[str, Any]) -> Path:

@@ -35,12 +35,10 @@ class ExpertAgent(GreedyAgent):
         prospect_weight: float = 3.0,
         danger_weight: float = 1.5,
         hold_back_melds: bool = True,
-        take_for_prospects: bool = False,
     ) -> None:
         super().__init__(rules)
         self.dig_liability, self.prospect_weight = dig_liability, prospect_weight
         self.danger_weight, self.hold_back_melds = danger_weight, hold_back_melds
-        self.take_for_prospects = take_for_prospects
         r = self.decoder.rules
         self.initial_stock = max(1, r.deck_size - r.players * r.cards_per_hand - 1)
 
@@ -56,28 +54,18 @@ class ExpertAgent(GreedyAgent):
 
     # --- draw -----------------------------------------------------------------------------
 
-    def choose_draw(self, view: View, legal: list[Decoded]) -> Decoded:
-        w = self.urgency(view)
-        base, _ = plan(view.hand, view.fits, view.values, self.fives)
-        best, best_net = None, 0.0
-        for a in legal:
-            if a.kind not in ("take", "dig"):
-                continue
-            hand = view.hand + list(a.cards)
-            value, used = plan(hand, view.fits, view.values, self.fives)
-            left = [c for c in a.cards if not used[c]]
-            liability = sum(view.values[c] for c in left) * w * self.dig_liability
-            prospects = self.prospect_weight * sum(self.prospect(c, hand, view) for c in left)
-            net = value - base - liability + prospects
-            if a.kind == "take" and not used[a.cards[0]] and not self.take_for_prospects:
-                net = min(net, 0.0)  # only take the top card to use it now
-            if net > best_net:
-                best, best_net = a, net
-        if best is not None:
-            return best
-        return next((a for a in legal if a.kind == "draw"), None) or next(
-            (a for a in legal if a.kind == "decline"), legal[0]
-        )
+    def pickup_value(self, view: View, a: Decoded, base: int) -> float:
+        """Points put down now, minus the taken cards left over weighted by the urgency, plus
+        their prospects; a top card is still only taken to be used at once."""
+        hand = view.hand + list(a.cards)
+        value, used = plan(hand, view.fits, view.values, self.fives)
+        left = [c for c in a.cards if not used[c]]
+        liability = sum(view.values[c] for c in left) * self.urgency(view) * self.dig_liability
+        prospects = self.prospect_weight * sum(self.prospect(c, hand, view) for c in left)
+        net = value - base - liability + prospects
+        if a.kind == "take" and not used[a.cards[0]]:
+            net = min(net, 0.0)
+        return net
 
     # --- play -----------------------------------------------------------------------------
 

@@ -35,25 +35,29 @@ class GreedyAgent:
         return self.choose_play(view, legal).id
 
     def choose_draw(self, view: View, legal: list[Decoded]) -> Decoded:
+        """The pile take worth most (`pickup_value` > 0), else the stock, else decline."""
         base, _ = plan(view.hand, view.fits, view.values, self.fives)
         best, best_net = None, 0.0
         for a in legal:
-            if a.kind not in ("take", "dig"):
-                continue
-            value, used = plan(view.hand + list(a.cards), view.fits, view.values, self.fives)
-            gain = value - base
-            if a.kind == "take":
-                net = gain if used[a.cards[0]] and gain > 0 else 0
-            else:
-                extra = sum(view.values[c] for c in a.cards if not used[c])
-                net = gain - extra
-            if net > best_net:
-                best, best_net = a, net
+            if a.kind in ("take", "dig"):
+                net = self.pickup_value(view, a, base)
+                if net > best_net:
+                    best, best_net = a, net
         if best is not None:
             return best
         return next((a for a in legal if a.kind == "draw"), None) or next(
             (a for a in legal if a.kind == "decline"), legal[0]
         )
+
+    def pickup_value(self, view: View, a: Decoded, base: int) -> float:
+        """Net points of taking the pile down to `a`, given `base` points the hand can put
+        down now: a top card only if it is used at once; a dig if what it puts down exceeds
+        the value of the taken cards left over."""
+        value, used = plan(view.hand + list(a.cards), view.fits, view.values, self.fives)
+        gain = value - base
+        if a.kind == "take":
+            return gain if used[a.cards[0]] and gain > 0 else 0.0
+        return gain - sum(view.values[c] for c in a.cards if not used[c])
 
     def choose_play(self, view: View, legal: list[Decoded]) -> Decoded:
         values = view.values
