@@ -1,53 +1,52 @@
-"""``python -m rummy500_env``: play one seeded game between two simple agents and print it.
+"""``python -m rummy500_env``: watch one seeded game between two bots, hand by hand.
 
-A quick look at the engine with nothing but the standard library: player 0 melds and lays
-off whatever it can and discards its highest card, player 1 plays uniformly at random.
+    python -m rummy500_env --seed 7 --players expert greedy --rules standard
 """
 
 from __future__ import annotations
 
 import argparse
-import random
 
-from rummy500_env.game import Action, Game
-from rummy500_env.melds import hand_values
+from rummy500_env.agents import ExpertAgent, GreedyAgent, RandomAgent
+from rummy500_env.env import raw_env
 from rummy500_env.rules import PRESETS, Rules
 
-
-def simple_policy(game: Game, rng: random.Random) -> Action:
-    """Draw from the stock, put down everything possible, discard the highest card."""
-    legal = game.legal_actions()
-    for kind in ("draw", "meld", "layoff"):
-        for a in legal:
-            if a.kind == kind:
-                return a
-    discards = [a for a in legal if a.kind == "discard"]
-    if discards:
-        values = hand_values(game.rules.scoring)
-        return max(discards, key=lambda a: values[a.cards[0]])
-    return rng.choice(legal)
+BOTS = {"random": lambda rules: RandomAgent(0), "greedy": GreedyAgent, "expert": ExpertAgent}
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m rummy500_env", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m rummy500_env", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--rules", default="standard", choices=sorted(PRESETS))
+    ap.add_argument("--players", nargs="+", default=["expert", "greedy"], choices=sorted(BOTS),
+                    help="one bot per seat (their number sets the players)")
     ap.add_argument("--verbose", action="store_true", help="print every action")
     args = ap.parse_args(argv)
-    rng = random.Random(args.seed)
-    g = Game.new(Rules.preset(args.rules), seed=args.seed)
-    while g.phase != "game_over":
-        if g.phase == "hand_over":
-            print(g, end="\n\n")
-            g.next_hand()
-            continue
-        p = g.current_player
-        a = simple_policy(g, rng) if p == 0 else rng.choice(g.legal_actions())
+    rules = Rules.preset(args.rules, players=len(args.players))
+    bots = [BOTS[name](rules) for name in args.players]
+    env = raw_env(rules=rules)
+    env.reset(seed=args.seed)
+    game = env.game
+    assert game is not None
+    while not (all(env.terminations.values()) or all(env.truncations.values())):
+        agent = env.agent_selection
+        seat = env.agent_name_mapping[agent]
+        obs = env.observe(agent)
+        action = bots[seat].act(obs["observation"], obs["action_mask"])
+        text = env.action_to_str(action)
         if args.verbose:
-            print(f"P{p}: {a}")
-        g.apply(a)
-    print(g)
-    print(f"\nfinal totals {g.totals}; winner: player {g.winner} (P0 simple heuristic, P1 random)")
+            print(f"P{seat} ({args.players[seat]}): {text}")
+        before = game.copy()
+        env.step(action)
+        if "hand_scores" in env.infos[agent]:  # infos are cleared on the next step
+            info = env.infos[agent]
+            print(f"{before}\n-> P{seat} plays '{text}': hand {info['hands_played']} ends, "
+                  f"scores {info['hand_scores']}, totals {info['totals']}\n")
+    names = ", ".join(f"P{i} {n}" for i, n in enumerate(args.players))
+    winner = env.infos["player_0"].get("winner")
+    print(f"final totals {game.totals} ({names}); winner: "
+          + ("none (a draw)" if winner is None else f"P{winner} {args.players[winner]}"))
 
 
 if __name__ == "__main__":

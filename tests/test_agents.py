@@ -150,3 +150,13 @@ def test_random_agent_is_uniform_over_legal_actions_and_seeded():
     assert seen == {3, 7, 9}
     with pytest.raises(ValueError, match="no legal action"):
         RandomAgent().act(np.zeros(3244), np.zeros(360, dtype=np.int8))
+
+
+def test_python_m_rummy500_env_shows_a_seeded_bot_game(capsys):
+    from rummy500_env.__main__ import main
+
+    main(["--seed", "3", "--players", "expert", "random"])
+    out = capsys.readouterr().out
+    assert "hand 1 ends" in out and "winner: P" in out
+    main(["--seed", "3", "--players", "expert", "random"])
+    assert capsys.readouterr().out == out

@@ -51,7 +51,7 @@ def play(
         obs = e.observe(agent)
         e.step(agents[e.agent_name_mapping[agent]].act(obs["observation"], obs["action_mask"]))
         info = e.infos[agent]
-        if "hand_scores" in info and e._hand_results_out:
+        if "hand_scores" in info:  # set by the step that ended a hand, cleared after
             hands.append(list(info["hand_scores"]))
     game = e.game
     assert game is not None
