@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from rummy500_env.cards import rank_of, suit_of
 from rummy500_env.game import meld_templates_in
-from rummy500_env.melds import MELD_TEMPLATES
+from rummy500_env.melds import MELD_TEMPLATES, MELDS_WITH
 
 ACE = 0
 
@@ -111,12 +111,12 @@ def partial_cards(hand: Iterable[int]) -> set[int]:
     return out
 
 
-def neighbours(card: int) -> list[tuple[int, int]]:
+def neighbours(card: int) -> tuple[tuple[int, int], ...]:
     """The pairs of cards that make a three-card meld with `card`."""
-    out = []
-    for t in range(len(MELD_TEMPLATES)):
-        cs = MELD_TEMPLATES[t]
-        if card in cs:
-            a, b = (c for c in cs if c != card)
-            out.append((a, b))
-    return out
+    return _NEIGHBOURS[card]
+
+
+_NEIGHBOURS = tuple(
+    tuple(tuple(c for c in MELD_TEMPLATES[t] if c != card) for t in MELDS_WITH[card])
+    for card in range(52)
+)
