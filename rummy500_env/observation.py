@@ -89,29 +89,11 @@ class ObservationEncoder:
         self.size = start
         self._s = {k: v.start for k, v in self.slices.items()}
         self._table_slice = slice(self._s["table_owner"], self._s["known"])
-        (
-            self._hand0,
-            self._pile0,
-            self._pile_cards0,
-            self._known0,
-            self._phase0,
-            self._flags0,
-            self._must_play0,
-            self._no_discard0,
-        ) = (
-            self._s[k]
-            for k in (
-                "hand",
-                "pile",
-                "pile_cards",
-                "known",
-                "phase",
-                "flags",
-                "must_play",
-                "no_discard",
-            )
-        )
-        self._pile_slice = self.slices["pile"]
+        s = self._s
+        self._hand0, self._pile0, self._pile_cards0, self._known0 = (
+            s["hand"], s["pile"], s["pile_cards"], s["known"])
+        self._phase0, self._flags0, self._must_play0, self._no_discard0 = (
+            s["phase"], s["flags"], s["must_play"], s["no_discard"])
         self._last: list[_Last | None] = [None] * n
         self._meld_parts: dict[
             tuple[int, int], tuple[Meld, list[int], list[int], list[tuple[int, int]]]
