@@ -104,14 +104,6 @@ def bit(card: Card) -> int:
     return 1 << card
 
 
-def mask_of(cards: Iterable[Card]) -> int:
-    """Bitmask of distinct cards (duplicates collapse; use `add` for multisets)."""
-    m = 0
-    for c in cards:
-        m |= 1 << c
-    return m
-
-
 _BYTE_CARDS = tuple(
     tuple(tuple(8 * i + j for j in range(8) if b >> j & 1) for b in range(256)) for i in range(7)
 )

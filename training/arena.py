@@ -22,20 +22,6 @@ class Result:
     hand_scores: list[list[int]]
     truncated: bool
 
-    def margin(self, seat: int) -> float:
-        """`seat`'s final total minus the mean of the others'."""
-        n = len(self.totals)
-        return self.totals[seat] - (sum(self.totals) - self.totals[seat]) / (n - 1)
-
-    def hand_margin(self, seat: int) -> float:
-        """Mean over hands of `seat`'s hand score minus the mean of the others'."""
-        if not self.hand_scores:
-            return 0.0
-        n = len(self.totals)
-        return sum(s[seat] - (sum(s) - s[seat]) / (n - 1) for s in self.hand_scores) / len(
-            self.hand_scores
-        )
-
 
 def play(
     agents: list[Agent], rules: Rules | str | dict[str, Any], seed: int, episode: str = "game"
