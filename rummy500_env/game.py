@@ -120,6 +120,11 @@ _SIMPLE = {"draw": DRAW, "take": TAKE, "decline": DECLINE}
 _DISCARDS = tuple(Action("discard", (c,)) for c in range(52))
 _DIGS = tuple(tuple(Action("dig", (c,), -1, k) for k in (1, 2, 3)) for c in range(52))
 _TEMPLATE_ACTIONS = tuple(Action("meld", t) for t in MELD_TEMPLATES)
+_BYTE_DISCARDS = tuple(
+    tuple(tuple(_DISCARDS[c] for c in cards_in(b << 8 * i) if c < 52) for b in range(256))
+    for i in range(7)
+)
+"""The discards of the cards in byte i of a hand mask, for every byte value (as `cards_in`)."""
 _LAYOFFS: dict[tuple[Card, int], Action] = {}
 
 
@@ -154,14 +159,26 @@ def _set_partner_pairs() -> tuple[tuple[int, ...], ...]:
 
 
 MELD_PARTNERS = _set_partner_pairs()
+_RANK_MATES = tuple(sum(1 << (c % 13 + 13 * s) for s in range(4)) & ~(1 << c) for c in range(52))
+"""For each card, the mask of the other three cards of its rank (a set needs two of them)."""
+_RUN_PARTNERS = tuple(
+    tuple(pair for pair in MELD_PARTNERS[c] if not pair & _RANK_MATES[c]) for c in range(52)
+)
+"""For each card, the pairs of `MELD_PARTNERS` that make a run with it."""
 _F = 0x1FFF  # one suit's 13-bit field
+
+
+_RUN_STARTS = sum(0x7FF << 13 * s for s in range(4))  # a run can start at A..J of a suit
+_QUEENS = sum(1 << 13 * s + 11 for s in range(4))  # ...or at its queen, ending with the ace
+_RUN_AT = tuple(52 + 12 * (pos // 13) + pos % 13 for pos in range(52))
+"""Template index of the three-card run starting at card `pos` (Q-K-A starts at the queen)."""
 
 
 def meld_templates_in(one: int) -> list[int]:
     """Indices (in `MELD_TEMPLATES` order) of every three-card meld within the cards `one`.
 
-    Bit arithmetic on the four 13-bit suit fields instead of testing all 100 templates: a
-    rank held in three suits is a set, three adjacent bits of one field a run.
+    Bit arithmetic instead of testing all 100 templates: a rank held in three of the four
+    13-bit suit fields is a set; a card whose two successors are held starts a run.
     """
     f0, f1, f2, f3 = one & _F, one >> 13 & _F, one >> 26 & _F, one >> 39 & _F
     out: list[int] = []
@@ -176,14 +193,11 @@ def meld_templates_in(one: int) -> list[int]:
             out.append(4 * r + 3 - missing[0])  # sets leave out S, H, D, C in that order
         else:
             out += (4 * r, 4 * r + 1, 4 * r + 2, 4 * r + 3)
-    for s, f in enumerate((f0, f1, f2, f3)):
-        ext = f | (f & 1) << 13  # the ace again, high, above the king
-        starts = ext & ext >> 1 & ext >> 2
-        base = 52 + 12 * s
-        while starts:
-            low = starts & -starts
-            out.append(base + low.bit_length() - 1)
-            starts ^= low
+    starts = (one & one >> 1 & one >> 2 & _RUN_STARTS) | (one & one >> 1 & one << 11 & _QUEENS)
+    while starts:
+        low = starts & -starts
+        out.append(_RUN_AT[low.bit_length() - 1])
+        starts ^= low
     return out
 
 
@@ -199,6 +213,7 @@ class Game:
     """
 
     __slots__ = (
+        "_fits_memo",
         "_hand_value",
         "_legal",
         "_legal_set",
@@ -246,6 +261,7 @@ class Game:
         self._hand_value = hand_values(rules.scoring)
         self._legal: list[Action] | None = None
         self._legal_set: frozenset[Action] | set[Action] | None = None
+        self._fits_memo: tuple[list[Meld], int] | None = None
 
     # --- construction ---------------------------------------------------------------------
 
@@ -290,6 +306,7 @@ class Game:
         g.turns = self.turns
         g.hands_played = self.hands_played
         g._hand_value = self._hand_value
+        g._fits_memo = self._fits_memo  # never mutated: shared safely
         g._legal = self._legal
         g._legal_set = self._legal_set
         return g
@@ -466,65 +483,120 @@ class Game:
             for pair in MELD_PARTNERS[card]:
                 if one & pair == pair:
                     return True
-        if not dtgo or size > 1:
-            for m in self.melds:
-                if card in m.fits:
-                    return True
-        return False
+        return (not dtgo or size > 1) and self._table_fits() >> card & 1 == 1
+
+    def _table_fits(self) -> int:
+        """Mask of the cards that some table meld takes (memoised while the melds stay)."""
+        memo = self._fits_memo
+        if memo is not None and memo[0] == self.melds:
+            return memo[1]
+        fits = 0
+        for m in self.melds:
+            for c in m.fits:
+                fits |= 1 << c
+        self._fits_memo = (self.melds[:], fits)
+        return fits
 
     def _legal_draw(self) -> list[Action]:
-        p, pile = self.turn, self.pile
-        acts = [DRAW] if self.stock else []
+        draw, take, digs, decline = self.draw_options()
+        acts = [DRAW] if draw else []
+        if take:
+            acts.append(TAKE)
+        acts += [_DIGS[c][k - 1] for _, c, k in digs]
+        if decline:
+            acts.append(DECLINE)
+        return acts
+
+    def _legal_play(self) -> list[Action]:
+        templates, layoffs, discards = self.play_options()
+        acts = [_TEMPLATE_ACTIONS[t] for t in templates]
+        acts += [layoff_action(c, i) for c, i in layoffs]
+        i = 0
+        while discards:
+            if discards & 255:
+                acts += _BYTE_DISCARDS[i][discards & 255]
+            discards >>= 8
+            i += 1
+        return acts
+
+    def draw_options(self) -> tuple[bool, bool, list[tuple[int, Card, int]], bool]:
+        """The legal actions of the draw phase, in parts: (draw from the stock, take the top
+        card, the digs as (depth below the top, card, copy) from the top down, decline).
+
+        `legal_actions` is built from these parts; the RL layer reads them directly, which
+        skips building `Action` objects (an env asks at every step).
+        """
+        p, pile, stock = self.turn, self.pile, self.stock
+        take, digs = False, []
         if pile:
             # Only which cards are held matters for putting one down, so `one` (the presence
             # mask) grows as the take goes deeper; `size` counts the copies.
             top = pile[-1]
             one, size = self.one[p] | 1 << top, self.count[p] + 1
-            if not self._obligated_top() or self._can_put_down(top, one, size):
-                acts.append(TAKE)
-            seen: dict[Card, int] = {}
-            for i in range(len(pile) - 2, -1, -1):
-                c = pile[i]
-                one |= 1 << c
-                size += 1
-                k = seen[c] = seen.get(c, 0) + 1
-                if self._can_put_down(c, one, size):
-                    acts.append(_DIGS[c][k - 1])
-        if not self.stock:
-            acts.append(DECLINE)  # RULES.md §1: with the stock empty a player may take nothing
-        return acts
+            take = not self._obligated_top() or self._can_put_down(top, one, size)
+            if len(pile) > 1:
+                digs = self._legal_digs(one, size)
+        # RULES.md §1: with the stock empty a player may take nothing (decline).
+        return bool(stock), take, digs, not stock
 
-    def _legal_play(self) -> list[Action]:
+    def _legal_digs(self, one: int, size: int) -> list[tuple[int, Card, int]]:
+        """The digs as (depth, card, copy): a buried card qualifies when it can be put down
+        once it and every card above it join the hand (`one`, `size`: the hand with the top
+        card already taken). `_can_put_down`, inlined, with the table's fits gathered once."""
+        pile, dtgo, fits = self.pile, self.rules.discard_to_go_out, self._table_fits()
+        digs = []
+        seen: dict[Card, int] = {}
+        depth = 0
+        for i in range(len(pile) - 2, -1, -1):
+            c = pile[i]
+            b = 1 << c
+            one |= b
+            size += 1
+            depth += 1
+            k = seen[c] = seen.get(c, 0) + 1
+            if fits & b and (not dtgo or size > 1):
+                digs.append((depth, c, k))
+            elif not dtgo or size > 3:
+                mates = one & _RANK_MATES[c]
+                if mates & (mates - 1):  # two more of its rank: a set
+                    digs.append((depth, c, k))
+                    continue
+                for pair in _RUN_PARTNERS[c]:
+                    if one & pair == pair:
+                        digs.append((depth, c, k))
+                        break
+        return digs
+
+    def play_options(self) -> tuple[list[int], list[tuple[Card, int]], int]:
+        """The legal actions of the play phase, in parts: (three-card melds as template
+        indices, lay-offs as (card, meld index), the mask of the cards that may be discarded).
+        See `draw_options`."""
         p = self.turn
         one, size = self.one[p], self.count[p]
         dtgo = self.rules.discard_to_go_out
-        acts: list[Action] = []
+        templates: list[int] = []
+        layoffs: list[tuple[Card, int]] = []
         b = self.must_play
-        if b is not None:  # an open dig obligation (RULES.md §1 dig, §3)
+        if b is not None:  # an open dig obligation (RULES.md §1 dig, §3): no discard yet
             if not dtgo or size > 3:
-                for t in MELDS_WITH[b]:
-                    if one & MELD_MASKS[t] == MELD_MASKS[t]:
-                        acts.append(_TEMPLATE_ACTIONS[t])
+                templates = [t for t in MELDS_WITH[b] if one & MELD_MASKS[t] == MELD_MASKS[t]]
             if not dtgo or size > 1:
-                for i, m in enumerate(self.melds):
-                    if b in m.fits:
-                        acts.append(layoff_action(b, i))
-            return acts
+                layoffs = [(b, i) for i, m in enumerate(self.melds) if b in m.fits]
+            return templates, layoffs, 0
         if not dtgo or size > 3:
-            acts += [_TEMPLATE_ACTIONS[t] for t in meld_templates_in(one)]
-        if not dtgo or size > 1:
+            templates = meld_templates_in(one)
+        if (not dtgo or size > 1) and one & self._table_fits():
             for i, m in enumerate(self.melds):
                 for c in m.fits:
                     if one >> c & 1:
-                        acts.append(layoff_action(c, i))
+                        layoffs.append((c, i))
         # The card taken from the top may not go straight back (RULES.md §1, §3), unless it
         # is the last card, or, with two decks, only its copies are left: our clarification,
         # since otherwise a player holding both copies would be stuck with no legal action.
         tt = self.taken_top
-        for c in cards_in(one):
-            if c != tt or one == 1 << c:
-                acts.append(_DISCARDS[c])
-        return acts
+        if tt is not None and one != 1 << tt:
+            one &= ~(1 << tt)
+        return templates, layoffs, one
 
     # --- applying actions -----------------------------------------------------------------
 
@@ -612,9 +684,12 @@ class Game:
 
     def _remove(self, p: int, c: Card) -> None:
         """Take one copy of `c` out of a hand; a known copy stays known only while one is held."""
-        self.one[p], self.two[p] = multiset_remove(self.one[p], self.two[p], c)
-        self.count[p] -= 1
         b = 1 << c
+        if self.two[p] & b:  # multiset_remove, inline: this runs at almost every step
+            self.two[p] ^= b
+        else:
+            self.one[p] ^= b
+        self.count[p] -= 1
         if self.known_one[p] & b:
             held = (self.one[p] & b != 0) + (self.two[p] & b != 0)
             known = 1 + (self.known_two[p] & b != 0)
@@ -632,7 +707,7 @@ class Game:
         if limit is not None and self.turns >= limit:
             # RULES.md §4: the hand ends as if the stock were empty and the player declined.
             self._end_hand()
-        else:
+        elif not self.stock:
             self._start_turn()
 
     def _start_turn(self) -> None:
