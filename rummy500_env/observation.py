@@ -38,6 +38,7 @@ Nothing hidden enters: not the stock's order, not the opponents' unseen cards.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,8 @@ OBSERVATION_VERSION = 1
 """Bump on any change to the layout (exported policies record it)."""
 
 FloatArray = np.ndarray[Any, np.dtype[np.float32]]
+_MeldPart = tuple[list[int], list[int], list[tuple[int, int]]]
+"""A meld's share of an observer's observation: counted indices, fit indices, owners' points."""
 
 
 class ObservationEncoder:
@@ -88,18 +91,31 @@ class ObservationEncoder:
             start += size
         self.size = start
         self._s = {k: v.start for k, v in self.slices.items()}
-        self._table_slice = slice(self._s["table_owner"], self._s["known"])
         s = self._s
         self._hand0, self._pile0, self._pile_cards0, self._known0 = (
             s["hand"], s["pile"], s["pile_cards"], s["known"])
         self._phase0, self._flags0, self._must_play0, self._no_discard0 = (
             s["phase"], s["flags"], s["must_play"], s["no_discard"])
-        self._last: list[_Last | None] = [None] * n
-        self._meld_parts: dict[
-            tuple[int, int], tuple[Meld, list[int], list[int], list[tuple[int, int]]]
-        ] = {}
+        self._owner0, self._table_end = s["table_owner"], s["known"]
+        self._sizes0, self._stock0 = s["hand_sizes"], s["stock_pile"]
+        self._totals0, self._progress0 = s["totals"], s["progress"]
+        self._deck_size = rules.deck_size  # a property: read once, not at every step
+        self._forget()
         self._seat_order = [[(o + k) % n for k in range(n)] for o in range(n)]
         """For each observer, the absolute seats in relative order (observer first)."""
+        self._owner_rows = [
+            [s["table_owner"] + (p - o) % n * 52 for p in range(n)] for o in range(n)
+        ]
+        """For each observer, where each absolute seat's `table_owner` row starts."""
+        self._opponent_blocks = [
+            [(p, self._known0 + ((p - o) % n - 1) * 52) for p in range(n) if p != o]
+            for o in range(n)
+        ]
+        """For each observer, each opponent's absolute seat and where its `known` row starts."""
+        self._opponents_of = [
+            operator.itemgetter(*(p for p in range(n) if p != o)) for o in range(n)
+        ]
+        """For each observer, a getter of the opponents' entries of a per-seat list."""
         self._scalar_index = np.concatenate(
             [
                 np.arange(self._s[k], self._s[k] + n)
@@ -119,6 +135,23 @@ class ObservationEncoder:
             float(r.scoring == "fives"),
             float(d == 2),
         ]
+
+    def _forget(self) -> None:
+        """Start the incremental caches afresh (they are not pickled: memoryviews aren't)."""
+        self._last: list[_Last | None] = [None] * self.players
+        self._table = _Table(self)
+        self._meld_parts: dict[tuple[int, int], tuple[Meld, _MeldPart]] = {}
+        self._zeros = _float_view(np.zeros(self.max_pile * 52, dtype=np.float32))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for cache in ("_last", "_table", "_meld_parts", "_zeros"):
+            del state[cache]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._forget()
 
     def views(self, obs: FloatArray) -> dict[str, FloatArray]:
         """Named, reshaped views of an observation (for agents and for reading it)."""
@@ -157,8 +190,7 @@ class ObservationEncoder:
         else:
             obs[onehot] = 1.0
             np.add.at(obs, counted, self.inv_decks)
-        table, points = self._table(game, observer)
-        obs[self._table_slice] = table
+        points = self._put_table(obs, game.melds, observer)
         obs[self._scalar_index] = self._scalars(game, observer, points)
         return obs
 
@@ -168,87 +200,173 @@ class ObservationEncoder:
         An env asks for one observation per step and little changes between two of them (a
         card drawn, one discarded), so this keeps the last observation of each observer with
         what it was built from, rewrites only what changed, and returns a copy. Equal to
-        `encode` in every position (property-tested).
+        `encode` in every position, whatever came before (property-tested). Single values
+        are written through a memoryview, which is several times cheaper than numpy indexing.
         """
         last = self._last[observer]
         if last is None:
             last = self._last[observer] = _Last(self, game, observer)
             return last.obs.copy()
-        obs = last.obs
+        mv = last.mv
         one, two = game.one[observer], game.two[observer]
         if one != last.one or two != last.two:
-            self._recount(obs, self._hand0, last.one ^ one | last.two ^ two, one, two)
+            changed = last.one ^ one | last.two ^ two
+            if changed & (changed - 1) == 0:  # one card (a draw, a discard): `_recount`, inline
+                c = changed.bit_length() - 1
+                mv[self._hand0 + c] = ((one >> c & 1) + (two >> c & 1)) * self.inv_decks
+            else:
+                self._recount(mv, self._hand0, changed, one, two)
             last.one, last.two = one, two
         pile = game.pile
         if pile != last.pile:
             self._update_pile(last, pile)
-        n = self.players
-        for p in range(n):
-            if p != observer:
-                k1, k2 = game.known_one[p], game.known_two[p]
-                o1, o2 = last.known[p]
-                if k1 != o1 or k2 != o2:
-                    at = self._known0 + ((p - observer) % n - 1) * 52
-                    self._recount(obs, at, o1 ^ k1 | o2 ^ k2, k1, k2)
-                    last.known[p] = (k1, k2)
-        if game.melds != last.melds:
-            self._update_table(last, game.melds)
-        extras = self._extras(game)
-        if extras != last.extras:
+        opponents = self._opponents_of[observer]  # the observer's own known cards don't count
+        k1, k2 = game.known_one, game.known_two
+        if opponents(k1) != opponents(last.known_one) or opponents(k2) != opponents(last.known_two):
+            self._update_known(last, k1, k2)
+        table = self._table
+        if game.melds != table.melds:
+            self._sync_table(game.melds)
+        if table.version != last.table_version:
+            self._copy_table(last, table)
+        key = (game.phase, game.must_play, game.taken_top, not game.stock)
+        if key != last.extras_key:  # the one-hot features outside the card blocks
+            extras = self._extras(game)
             for i in last.extras:
-                obs[i] = 0.0
+                mv[i] = 0.0
             for i in extras:
-                obs[i] = 1.0
-            last.extras = extras
-        obs[self._scalar_index] = self._scalars(game, observer, last.points)
-        return obs.copy()
+                mv[i] = 1.0
+            last.extras, last.extras_key = extras, key
+        count = game.count
+        if count != last.count:
+            at = self._sizes0
+            for p in self._seat_order[observer]:
+                mv[at] = count[p] / 52.0
+                at += 1
+            last.count = count[:]
+        at, deck = self._stock0, self._deck_size
+        mv[at] = len(game.stock) / deck
+        mv[at + 1] = len(pile) / deck
+        if game.turns != last.turns or game.hands_played != last.hands:  # at most once a turn
+            r = self.rules
+            if r.turn_limit:
+                mv[self._progress0] = game.turns / r.turn_limit
+            if r.hand_limit:
+                mv[self._progress0 + 1] = game.hands_played / r.hand_limit
+            last.turns, last.hands = game.turns, game.hands_played
+        if game.totals_before != last.totals:
+            self._write_totals(last, game.totals_before)
+        return last.obs.copy()
 
-    def _recount(self, obs: FloatArray, base: int, changed: int, one: int, two: int) -> None:
+    def _recount(self, mv: Any, base: int, changed: int, one: int, two: int) -> None:
         """Rewrite the count features of the `changed` cards from the multiset (one, two)."""
         h = self.inv_decks
+        if changed & (changed - 1) == 0:  # one card: the common case, without the loop
+            c = changed.bit_length() - 1
+            mv[base + c] = ((one >> c & 1) + (two >> c & 1)) * h
+            return
         for c in cards_in(changed):
-            obs[base + c] = ((one >> c & 1) + (two >> c & 1)) * h
+            mv[base + c] = ((one >> c & 1) + (two >> c & 1)) * h
+
+    def _update_known(self, last: _Last, known_one: list[int], known_two: list[int]) -> None:
+        """Recount the `known` rows of the opponents whose known cards changed."""
+        for p, at in self._opponent_blocks[last.observer]:
+            k1, k2 = known_one[p], known_two[p]
+            o1, o2 = last.known_one[p], last.known_two[p]
+            if k1 != o1 or k2 != o2:
+                self._recount(last.mv, at, o1 ^ k1 | o2 ^ k2, k1, k2)
+        last.known_one, last.known_two = known_one[:], known_two[:]
 
     def _update_pile(self, last: _Last, new: list[int]) -> None:
-        """Move the pile rows: a discard pushes one row down, a take or dig lifts k rows."""
-        rows, counts, h, old = last.rows, last.counts, self.inv_decks, last.pile
+        """Rewrite the pile rows above the part of the pile that stayed (its common bottom).
+
+        Row d holds the card d below the top, so the kept bottom moves as a block when the
+        pile grows or shrinks above it (a discard, a take, a dig, or several of them between
+        two looks of this observer); only the cards above it are written one by one.
+        """
+        mv, old, h, zeros = last.mv, last.pile, self.inv_decks, self._zeros
         lo, ln = len(old), len(new)
-        if ln == lo + 1 and new[:lo] == old:
-            rows[1:ln] = rows[0:lo]
-            rows[0] = 0.0
-            rows[0, new[-1]] = 1.0
-            counts[new[-1]] += h
-        elif ln < lo and new == old[:ln]:
-            rows[0:ln] = rows[lo - ln : lo]
-            rows[ln:lo] = 0.0
-            for c in old[ln:]:
-                counts[c] -= h
+        # The kept bottom is almost always the whole of the shorter pile or nearly so.
+        if ln >= lo and new[:lo] == old:
+            keep = lo
+        elif ln < lo and old[:ln] == new:
+            keep = ln
         else:
-            rows[:lo] = 0.0
-            counts[:] = 0.0
-            for depth, c in enumerate(reversed(new)):
-                rows[depth, c] = 1.0
-                counts[c] += h
+            keep = min(lo, ln) - 1
+            for _ in range(3):
+                if old[:keep] == new[:keep]:
+                    break
+                keep -= 1
+            else:
+                keep = 0
+        p0, pc = self._pile0, self._pile_cards0
+        if lo != ln and keep:
+            mv[p0 + (ln - keep) * 52 : p0 + ln * 52] = mv[p0 + (lo - keep) * 52 : p0 + lo * 52]
+        mv[p0 : p0 + (ln - keep) * 52] = zeros[: (ln - keep) * 52]
+        if lo > ln:
+            mv[p0 + ln * 52 : p0 + lo * 52] = zeros[: (lo - ln) * 52]
+        for c in old[keep:]:
+            mv[pc + c] -= h
+        row = p0 + (ln - 1 - keep) * 52
+        for c in new[keep:]:
+            mv[row + c] = 1.0
+            mv[pc + c] += h
+            row -= 52
         last.pile = new[:]
 
-    def _update_table(self, last: _Last, melds: list[Meld]) -> None:
-        """Take out the melds that changed (a lay-off replaces one) and put in the new ones.
+    def _sync_table(self, melds: list[Meld]) -> None:
+        """Bring the shared table block up to `melds`: take out the melds that changed (a
+        lay-off replaces one) and put in the new ones. A lay-off fit can be shared by two
+        melds (two decks), so fits are counted."""
+        t = self._table
+        old = t.melds
+        lo, ln = len(old), len(melds)
+        if ln == lo + 1 and melds[:lo] == old:  # a new meld
+            changed = [(1, melds[lo])]
+        elif ln == lo:  # lay-offs replace melds in place
+            changed = []
+            for a, b in zip(old, melds, strict=True):
+                if a is not b:
+                    changed += ((-1, a), (1, b))
+        else:
+            changed = [(-1, old[i]) for i in range(lo) if i >= ln or melds[i] is not old[i]]
+            changed += [(1, melds[i]) for i in range(ln) if i >= lo or old[i] is not melds[i]]
+        mv, points, fit_count, h = t.mv, t.points, t.fit_count, self.inv_decks
+        for sign, m in changed:
+            idx, fits, values = self._meld_part(m, 0)
+            d = sign * h
+            for i in idx:  # no index twice within one meld
+                mv[i] += d
+            for i in fits:
+                k = fit_count[i] = fit_count.get(i, 0) + sign
+                mv[i] = 1.0 if k else 0.0
+            for owner, value in values:
+                points[owner] += sign * value
+        t.melds = melds[:]
+        t.version += 1
 
-        A lay-off fit can be shared by two melds (two decks), so fits are counted."""
-        old = last.melds
-        gone = [m for i, m in enumerate(old) if i >= len(melds) or melds[i] is not m]
-        new = [m for i, m in enumerate(melds) if i >= len(old) or old[i] is not m]
-        table, points, fit_count = last.table, last.points, last.fit_count
-        for sign, changed in ((-1, gone), (1, new)):
-            for m in changed:
-                _, idx, fits, values = self._meld_part(m, last.observer)
-                table[idx] += sign * self.inv_decks  # no index twice within one meld
-                for i in fits:
-                    k = fit_count[i] = fit_count.get(i, 0) + sign
-                    table[i] = 1.0 if k else 0.0
-                for owner, value in values:
-                    points[owner] += sign * value
-        last.melds = melds[:]
+    def _copy_table(self, last: _Last, table: _Table) -> None:
+        """Copy the shared table block into `last.obs`, owner rows rotated to the observer."""
+        obs, block, o, n = last.obs, table.block, last.observer, self.players
+        a, b, end = self._owner0, self._owner0 + (n - o) * 52, self._table_end
+        obs[a:b] = block[a + o * 52 : a + n * 52]
+        if o:
+            obs[b : a + n * 52] = block[a : a + o * 52]
+        obs[a + n * 52 : end] = block[a + n * 52 : end]
+        last.table_version = table.version
+        last.totals = None  # table points may have changed: rewrite them with the totals
+
+    def _write_totals(self, last: _Last, totals: list[int]) -> None:
+        """Rewrite the totals and table points (they change with a new hand or a meld)."""
+        mv, target, n = last.mv, self.rules.target, self.players
+        at, points = self._totals0, self._table.points
+        for p in self._seat_order[last.observer]:
+            t = totals[p] / target
+            mv[at] = 2.0 if t > 2.0 else -2.0 if t < -2.0 else t
+            t = points[p] / target
+            mv[at + n] = 2.0 if t > 2.0 else t
+            at += 1
+        last.totals = totals[:]
 
     def _extras(self, game: Game) -> list[int]:
         """Indices of the one-hot features outside the card blocks (phase, obligations)."""
@@ -286,74 +404,99 @@ class ObservationEncoder:
             game.hands_played / r.hand_limit if r.hand_limit else 0.0,
         ]
 
-    def _table(self, game: Game, observer: int) -> tuple[FloatArray, list[int]]:
-        """The table block (owners, set/run, lay-off fits) seen from `observer`, and each
-        player's table points (absolute seat order)."""
-        block = np.zeros(self._table_slice.stop - self._table_slice.start, dtype=np.float32)
+    def _put_table(self, obs: FloatArray, melds: list[Meld], observer: int) -> list[int]:
+        """Write the table block (owners, set/run, lay-off fits) of `observer` into a blank
+        `obs`; return each player's table points (absolute seat order)."""
         points = [0] * self.players
-        for m in game.melds:
-            _, idx, fits, values = self._meld_part(m, observer)
-            block[idx] += self.inv_decks  # no index twice within one meld
-            block[fits] = 1.0
+        for m in melds:
+            idx, fits, values = self._meld_part(m, observer)
+            for i in idx:  # no index twice within one meld
+                obs[i] += self.inv_decks
+            for i in fits:
+                obs[i] = 1.0
             for owner, value in values:
                 points[owner] += value
-        return block, points
+        return points
 
-    def _meld_part(
-        self, m: Meld, observer: int
-    ) -> tuple[Meld, list[int], list[int], list[tuple[int, int]]]:
-        """One meld's share of `observer`'s table block: counted indices, fit indices and
-        (owner, points) pairs. Memoised per meld object (melds are immutable)."""
+    def _meld_part(self, m: Meld, observer: int) -> _MeldPart:
+        """One meld's share of `observer`'s observation: indices of its counted cards (owner
+        row and set/run), indices of its lay-off fits, and (owner, points) per owner.
+        Memoised per meld object (melds are immutable)."""
         key = (id(m), observer)
-        part = self._meld_parts.get(key)
-        if part is not None and part[0] is m:
-            return part
+        memo = self._meld_parts.get(key)
+        if memo is not None and memo[0] is m:
+            return memo[1]
         if len(self._meld_parts) > 4096:
             self._meld_parts.clear()
-        n, start = self.players, self._table_slice.start
-        kind = self._s["table_run" if m.is_run else "table_set"] - start
-        fits0 = self._s["layoff_fits"] - start
-        idx = [(owner - observer) % n * 52 + c for c, owner in zip(m.cards, m.owners, strict=True)]
-        idx += [kind + c for c in m.cards]
+        rows, cards, owners = self._owner_rows[observer], m.cards, m.owners
+        kind = self._s["table_run" if m.is_run else "table_set"]
+        fits0 = self._s["layoff_fits"]
+        idx = [rows[owner] + c for c, owner in zip(cards, owners, strict=True)]
+        idx += [kind + c for c in cards]
         fits = [fits0 + layoff_end(m, c) * 52 + c for c in m.fits]
-        values = meld_value(m, self.rules.scoring)
-        part = self._meld_parts[key] = (m, idx, fits, list(zip(m.owners, values, strict=True)))
+        points: dict[int, int] = {}
+        for owner, value in zip(owners, meld_value(m, self.rules.scoring), strict=True):
+            points[owner] = points.get(owner, 0) + value
+        part = (idx, fits, list(points.items()))
+        self._meld_parts[key] = (m, part)
         return part
 
 
+def _float_view(a: FloatArray) -> Any:
+    """A memoryview of `a`: writing single values through it is several times cheaper than
+    numpy indexing. Typed Any: typeshed's memoryview takes only ints."""
+    return memoryview(a)  # type: ignore[arg-type]
+
+
 class _Last:
-    """The last observation `encode_update` made for one observer, what it was made of, and
-    views into it."""
+    """The last observation `encode_update` made for one observer and what it was made of."""
 
     __slots__ = (
-        "counts",
+        "count",
         "extras",
-        "fit_count",
-        "known",
-        "melds",
+        "extras_key",
+        "hands",
+        "known_one",
+        "known_two",
+        "mv",
         "obs",
         "observer",
         "one",
         "pile",
-        "points",
-        "rows",
-        "table",
+        "table_version",
+        "totals",
+        "turns",
         "two",
     )
 
     def __init__(self, encoder: ObservationEncoder, game: Game, observer: int) -> None:
-        self.obs = obs = encoder.encode(game, observer)
+        self.obs = encoder.encode(game, observer)
+        self.mv = _float_view(self.obs)
         self.observer = observer
         self.one, self.two = game.one[observer], game.two[observer]
         self.pile = game.pile[:]
-        self.known = list(zip(game.known_one, game.known_two, strict=True))
-        self.melds = game.melds[:]
-        self.points = encoder._table(game, observer)[1]
+        self.known_one, self.known_two = game.known_one[:], game.known_two[:]
+        table = encoder._table
+        if game.melds != table.melds:
+            encoder._sync_table(game.melds)
+        self.table_version = table.version
+        self.totals: list[int] | None = game.totals_before[:]
+        self.count, self.turns, self.hands = game.count[:], game.turns, game.hands_played
         self.extras = encoder._extras(game)
-        self.rows = obs[encoder.slices["pile"]].reshape(encoder.max_pile, 52)
-        self.counts = obs[encoder.slices["pile_cards"]]
-        self.table = obs[encoder._table_slice]
+        self.extras_key = (game.phase, game.must_play, game.taken_top, not game.stock)
+
+
+class _Table:
+    """The table block (owner rows, set, run, lay-off fits) in absolute seat order, i.e. as
+    seat 0 sees it, with each seat's table points; shared by the observers, which copy it
+    rotated when its version moves on."""
+
+    __slots__ = ("block", "fit_count", "melds", "mv", "points", "version")
+
+    def __init__(self, encoder: ObservationEncoder) -> None:
+        self.block = np.zeros(encoder.size, dtype=np.float32)  # only the table slices are used
+        self.mv = _float_view(self.block)
+        self.melds: list[Meld] = []
+        self.points = [0] * encoder.players
         self.fit_count: dict[int, int] = {}
-        for m in self.melds:
-            for i in encoder._meld_part(m, observer)[2]:
-                self.fit_count[i] = self.fit_count.get(i, 0) + 1
+        self.version = 0
