@@ -26,11 +26,12 @@ N = P + 310: 360 for the standard two-player game. Card ids are those of `cards`
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
-from rummy500_env.cards import card_str
+from rummy500_env.cards import card_str, cards_in
 from rummy500_env.errors import IllegalActionError
 from rummy500_env.game import DECLINE, DRAW, TAKE, Action, Game, layoff_action
 from rummy500_env.melds import MELD_TEMPLATES, layoff_end, template_index
@@ -38,6 +39,15 @@ from rummy500_env.rules import Rules
 
 ENCODING_VERSION = 1
 """Bump on any change to the id layout (exported policies record it)."""
+
+
+@functools.cache
+def _byte_ids(base: int) -> tuple[tuple[tuple[int, ...], ...], ...]:
+    """For byte i of a card mask and every byte value, the ids `base + card` of its cards."""
+    return tuple(
+        tuple(tuple(base + c for c in cards_in(b << 8 * i) if c < 52) for b in range(256))
+        for i in range(7)
+    )
 
 
 class ActionCodec:
@@ -58,6 +68,10 @@ class ActionCodec:
             self._static[Action("meld", t)] = self.MELD + i
         for c in range(52):
             self._static[Action("discard", (c,))] = self.DISCARD + c
+        self._discard_ids = _byte_ids(self.DISCARD)
+        self._by_id: list[Action | None] = [None] * self.size
+        for a, i in self._static.items():
+            self._by_id[i] = a
 
     def ranges(self) -> dict[str, tuple[int, int]]:
         """Each named range as (first id, last id)."""
@@ -99,19 +113,19 @@ class ActionCodec:
         Raises `IllegalActionError` when the id names nothing here (a depth below the pile, a
         lay-off no meld takes); legality is the engine's to judge.
         """
-        if type(index) is not int and not isinstance(index, np.integer):
+        if type(index) is int:
+            i = index
+        elif isinstance(index, np.integer):
+            i = int(index)
+        else:
             raise IllegalActionError(f"action must be an int id, got {index!r}")
-        i = int(index)
         if not 0 <= i < self.size:
             raise IllegalActionError(f"action id {i} is out of range 0..{self.size - 1}")
-        if i == self.DRAW:
-            return DRAW
-        if i == self.DECLINE:
-            return DECLINE
-        if i < self.DECLINE:
+        static = self._by_id[i]  # draw, take, decline, melds, discards
+        if static is not None:
+            return static
+        if i < self.DECLINE:  # a dig
             depth, pile = i - self.PILE, game.pile
-            if depth == 0:
-                return TAKE
             if depth >= len(pile):
                 raise IllegalActionError(
                     f"action {i} digs to depth {depth}, but the pile holds {len(pile)} cards"
@@ -119,45 +133,42 @@ class ActionCodec:
             card = pile[-1 - depth]
             copy = 1 + sum(1 for x in pile[-depth:-1] if x == card)
             return Action("dig", (card,), -1, copy)
-        if i < self.LAYOFF:
-            return Action("meld", MELD_TEMPLATES[i - self.MELD])
-        if i < self.DISCARD:
-            c, end = divmod(i - self.LAYOFF, 3)
-            for m_index, m in enumerate(game.melds):
-                if c in m.fits and layoff_end(m, c) == end:
-                    return layoff_action(c, m_index)
-            where = ("a set", "a run's low end", "a run's high end")[end]
-            raise IllegalActionError(f"action {i}: no meld takes {card_str(c)} on {where}")
-        return Action("discard", (i - self.DISCARD,))
+        c, end = divmod(i - self.LAYOFF, 3)  # a lay-off: the only ids left
+        for m_index, m in enumerate(game.melds):
+            if c in m.fits and layoff_end(m, c) == end:
+                return layoff_action(c, m_index)
+        where = ("a set", "a run's low end", "a run's high end")[end]
+        raise IllegalActionError(f"action {i}: no meld takes {card_str(c)} on {where}")
 
     def legal_ids(self, game: Game, legal: list[Action] | None = None) -> list[int]:
-        """Ids of the engine's legal actions (`legal`, when the caller has them), in the same
-        order; with two decks several lay-offs may share one id."""
-        static = self._static
-        out = []
-        depths: dict[tuple[int, int], int] | None = None
-        for a in game.legal_actions() if legal is None else legal:
-            i = static.get(a)
-            if i is None:
-                if a.kind == "dig":
-                    if depths is None:
-                        depths = self._depths(game.pile)
-                    i = self.PILE + depths[(a.cards[0], a.copy)]
-                else:
-                    c = a.cards[0]
-                    i = self.LAYOFF + 3 * c + layoff_end(game.melds[a.target], c)
-            out.append(i)
-        return out
-
-    @staticmethod
-    def _depths(pile: list[int]) -> dict[tuple[int, int], int]:
-        seen: dict[int, int] = {}
-        out = {}
-        for depth in range(1, len(pile)):
-            c = pile[-1 - depth]
-            k = seen[c] = seen.get(c, 0) + 1
-            out[(c, k)] = depth
-        return out
+        """Ids of the engine's legal actions, in `legal_actions` order; with two decks
+        several lay-offs may share one id. Without `legal`, read from the engine's parts
+        (`Game.draw_options`, `Game.play_options`), which skips building `Action`s."""
+        if legal is not None:
+            return [self.encode(game, a) for a in legal]
+        if game.phase == "draw":
+            draw, take, digs, decline = game.draw_options()
+            out = [self.DRAW] if draw else []
+            if take:
+                out.append(self.PILE)
+            pile = self.PILE
+            out += [pile + depth for depth, _, _ in digs]
+            if decline:
+                out.append(self.DECLINE)
+            return out
+        if game.phase == "play":
+            templates, layoffs, discards = game.play_options()
+            meld, layoff, melds = self.MELD, self.LAYOFF, game.melds
+            out = [meld + t for t in templates]
+            out += [layoff + 3 * c + layoff_end(melds[i], c) for c, i in layoffs]
+            i = 0
+            while discards:  # a byte of the mask at a time, as `cards_in`
+                if discards & 255:
+                    out += self._discard_ids[i][discards & 255]
+                discards >>= 8
+                i += 1
+            return out
+        return []
 
     def mask(self, game: Game) -> np.ndarray[Any, np.dtype[np.int8]]:
         """int8 mask of the legal ids."""

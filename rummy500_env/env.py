@@ -67,7 +67,7 @@ from pettingzoo.utils import wrappers
 
 from rummy500_env.actions import ActionCodec
 from rummy500_env.errors import IllegalActionError, InvalidPositionError, Rummy500Error
-from rummy500_env.game import Action, Game
+from rummy500_env.game import Game
 from rummy500_env.observation import ObservationEncoder
 from rummy500_env.render import render
 from rummy500_env.rules import Rules
@@ -85,6 +85,24 @@ def env(**kwargs: Any) -> AECEnv:
     e = wrappers.AssertOutOfBoundsWrapper(e)
     e = wrappers.OrderEnforcingWrapper(e)
     return e
+
+
+class ActionSpace(gymnasium.spaces.Discrete):
+    """``Discrete(n)`` that answers `contains` for a plain int without numpy.
+
+    PettingZoo's AssertOutOfBounds wrapper asks the space at every step, and gymnasium's
+    general check (dtype limits, numpy casts) costs about as much as the engine's move. The
+    answer is the same for every input (tested); anything but a plain int takes that path.
+    """
+
+    def __init__(self, n: int, seed: int | None = None) -> None:
+        super().__init__(n, seed=seed)
+        self._n = int(n)
+
+    def contains(self, x: Any) -> bool:
+        if type(x) is int:
+            return 0 <= x < self._n
+        return super().contains(x)
 
 
 class raw_env(AECEnv, EzPickle):
@@ -120,6 +138,7 @@ class raw_env(AECEnv, EzPickle):
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
         self.codec = ActionCodec(self.rules)
+        self._n_actions = self.codec.size
         self.encoder = ObservationEncoder(self.rules)
         obs_space = gymnasium.spaces.Dict(
             {
@@ -128,13 +147,10 @@ class raw_env(AECEnv, EzPickle):
             }
         )
         self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space)
-        self.action_spaces = {
-            a: gymnasium.spaces.Discrete(self.codec.size) for a in self.possible_agents
-        }
+        self.action_spaces = {a: ActionSpace(self.codec.size) for a in self.possible_agents}
         self._seeder = random.Random()
         self.game: Game | None = None
         self._legal: list[int] | None = None
-        self._legal_actions: list[Action] = []
         self._obs_cache: dict[int, dict[str, np.ndarray]] = {}
 
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
@@ -190,30 +206,35 @@ class raw_env(AECEnv, EzPickle):
         cached = self._obs_cache.get(seat)
         if cached is not None:
             return cached
-        game = self._require_game()
-        mask = np.zeros(self.codec.size, dtype=np.int8)
-        if agent == self.agent_selection and not self._episode_over():
-            mask[self.legal_ids()] = 1
-        out = {"observation": self.encoder.encode_update(game, seat), "action_mask": mask}
+        game = self.game
+        if game is None:
+            raise Rummy500Error("call reset() before using the env")
+        mask = bytearray(self._n_actions)  # filled byte by byte: cheaper than numpy indexing
+        if agent == self.agent_selection and not (
+            self.terminations[agent] or self.truncations[agent]
+        ):
+            legal = self._legal
+            if legal is None:
+                legal = self._legal = self.codec.legal_ids(game)
+            for i in legal:
+                mask[i] = 1
+        out = {
+            "observation": self.encoder.encode_update(game, seat),
+            "action_mask": np.frombuffer(mask, np.int8),
+        }
         self._obs_cache[seat] = out
         return out
 
     def legal_ids(self) -> list[int]:
         """Legal action ids of the agent to act."""
         if self._legal is None:
-            game = self._require_game()
-            self._legal_actions = game.legal_actions()
-            self._legal = self.codec.legal_ids(game, self._legal_actions)
+            self._legal = self.codec.legal_ids(self._require_game())
         return self._legal
 
     def _require_game(self) -> Game:
         if self.game is None:
             raise Rummy500Error("call reset() before using the env")
         return self.game
-
-    def _episode_over(self) -> bool:
-        a = self.agent_selection
-        return self.terminations[a] or self.truncations[a]
 
     # --- stepping ----------------------------------------------------------------------------
 
@@ -224,11 +245,7 @@ class raw_env(AECEnv, EzPickle):
             return
         game = self._require_game()
         legal = self._legal if self._legal is not None else self.legal_ids()
-        try:
-            k = legal.index(action)  # type: ignore[arg-type]
-        except ValueError:
-            k = -1
-        if k < 0:
+        if action not in legal:
             engine_action = self.codec.decode(game, action)  # raises for ids that name nothing
             why = game._why_illegal(engine_action) or "its id is not in the action mask"
             raise IllegalActionError(
@@ -240,11 +257,13 @@ class raw_env(AECEnv, EzPickle):
             for a in self.agents:
                 self.infos[a] = {}
         self._cumulative_rewards[agent] = 0.0
-        game._play(self._legal_actions[k])  # the engine action behind the id
+        game._play(self.codec.decode(game, action))  # legal: it is in the mask
         if game.phase not in ("draw", "play"):
             self._hand_over(game)
             self._accumulate_rewards()
-        self._after_move(game)
+        self._legal = None  # as `_after_move`, inline: this runs at every step
+        self._obs_cache.clear()
+        self.agent_selection = self.possible_agents[game.turn]
         if self.render_mode == "human":
             self.render()
 

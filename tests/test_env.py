@@ -89,6 +89,7 @@ def play_and_check_masks(e, rng: random.Random, steps: int) -> None:
         mask = raw.observe(agent)["action_mask"]
         ids = set(np.flatnonzero(mask).tolist())
         assert ids == {codec.encode(game, a) for a in legal}
+        assert codec.legal_ids(game) == [codec.encode(game, a) for a in legal]
         assert {codec.decode(game, i) for i in ids} <= set(legal)
         for other in raw.agents:
             if other != agent:
@@ -244,6 +245,44 @@ def test_incremental_observation_equals_full_encoding(fields):
             o = rng.randrange(rules.players)
             assert np.array_equal(incremental.encode_update(g, o), full.encode(g, o))
             g.apply(rng.choice(g.legal_actions()))
+
+
+def test_incremental_observation_follows_jumps_between_unrelated_positions():
+    """The encoder keeps what it saw last; any next position (another game, a reset, a
+    position loaded from a dict, a pickled encoder) must still encode exactly."""
+    rules = Rules(players=3, decks=2)
+    incremental, full = ObservationEncoder(rules), ObservationEncoder(rules)
+    positions = random_positions(rules, 60, seed=3, max_moves=120)
+    rng = random.Random(3)
+    for k in range(300):
+        g = rng.choice(positions)
+        if k % 7 == 0:
+            g = Game.from_dict(g.to_dict())
+        if k % 50 == 49:
+            incremental = pickle.loads(pickle.dumps(incremental))
+        o = rng.randrange(rules.players)
+        assert np.array_equal(incremental.encode_update(g, o), full.encode(g, o))
+
+
+def test_observations_returned_are_copies():
+    e = rummy500_env.raw_env()
+    e.reset(seed=1)
+    first = e.observe(e.agent_selection)["observation"].copy()
+    returned = e.observe(e.agent_selection)["observation"]
+    e.step(int(np.flatnonzero(e.observe(e.agent_selection)["action_mask"])[0]))
+    e.observe(e.agent_selection)
+    assert np.array_equal(returned, first)
+
+
+@pytest.mark.parametrize(
+    "x", [0, 359, 360, -1, 2**70, True, np.int64(3), np.int32(400), np.int8(-1), 3.0, "3", None]
+)
+def test_action_space_contains_answers_as_gymnasium_discrete(x):
+    import gymnasium
+
+    ours, theirs = rummy500_env.raw_env().action_space("player_0"), gymnasium.spaces.Discrete(360)
+    assert ours.contains(x) == theirs.contains(x)
+    assert ours == theirs and isinstance(ours, gymnasium.spaces.Discrete)
 
 
 def test_observation_is_inside_the_observation_space():
