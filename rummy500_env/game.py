@@ -217,6 +217,7 @@ class Game:
         "_hand_value",
         "_legal",
         "_legal_set",
+        "_scores",
         "count",
         "dealer",
         "hands_played",
@@ -262,6 +263,7 @@ class Game:
         self._legal: list[Action] | None = None
         self._legal_set: frozenset[Action] | set[Action] | None = None
         self._fits_memo: tuple[list[Meld], int] | None = None
+        self._scores: list[int] | None = None  # the final hand scores, once the hand is over
 
     # --- construction ---------------------------------------------------------------------
 
@@ -307,6 +309,7 @@ class Game:
         g.hands_played = self.hands_played
         g._hand_value = self._hand_value
         g._fits_memo = self._fits_memo  # never mutated: shared safely
+        g._scores = self._scores  # likewise
         g._legal = self._legal
         g._legal_set = self._legal_set
         return g
@@ -331,7 +334,7 @@ class Game:
         self.phase = "draw"
         self.taken_top = self.must_play = None
         self.turns = 0
-        self._legal = self._legal_set = None
+        self._legal = self._legal_set = self._scores = None
         self._start_turn()
 
     def next_hand(self) -> None:
@@ -373,6 +376,8 @@ class Game:
     def hand_scores(self) -> list[int]:
         """Per player: table value of the cards they put down − value of their hand (RULES.md
         §1 scoring), read from the table as it is now; final once the hand is over."""
+        if self._scores is not None:
+            return self._scores[:]
         n, scoring = self.rules.players, self.rules.scoring
         scores = [0] * n
         for m in self.melds:
@@ -381,6 +386,8 @@ class Game:
         hv = self._hand_value
         for p in range(n):
             scores[p] -= sum(hv[c] for c in self.hand(p))
+        if self.phase in ("hand_over", "game_over"):  # nothing moves until the next deal
+            self._scores = scores[:]
         return scores
 
     def table_points(self) -> list[int]:

@@ -229,14 +229,13 @@ class ObservationEncoder:
             self._sync_table(game.melds)
         if table.version != last.table_version:
             self._copy_table(last, table)
-        key = (game.phase, game.must_play, game.taken_top, not game.stock)
-        if key != last.extras_key:  # the one-hot features outside the card blocks
-            extras = self._extras(game)
+        extras = self._extras(game)  # the one-hot features outside the card blocks
+        if extras != last.extras:
             for i in last.extras:
                 mv[i] = 0.0
             for i in extras:
                 mv[i] = 1.0
-            last.extras, last.extras_key = extras, key
+            last.extras = extras
         count = game.count
         if count != last.count:
             at = self._sizes0
@@ -454,7 +453,6 @@ class _Last:
     __slots__ = (
         "count",
         "extras",
-        "extras_key",
         "hands",
         "known_one",
         "known_two",
@@ -483,7 +481,6 @@ class _Last:
         self.totals: list[int] | None = game.totals_before[:]
         self.count, self.turns, self.hands = game.count[:], game.turns, game.hands_played
         self.extras = encoder._extras(game)
-        self.extras_key = (game.phase, game.must_play, game.taken_top, not game.stock)
 
 
 class _Table:
