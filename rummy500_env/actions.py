@@ -159,8 +159,9 @@ class ActionCodec:
         if game.phase == "play":
             templates, layoffs, discards = game.play_options()
             meld, layoff, melds = self.MELD, self.LAYOFF, game.melds
-            out = [meld + t for t in templates]
-            out += [layoff + 3 * c + layoff_end(melds[i], c) for c, i in layoffs]
+            out = [meld + t for t in templates] if templates else []
+            for c, i in layoffs:
+                out.append(layoff + 3 * c + layoff_end(melds[i], c))
             i = 0
             while discards:  # a byte of the mask at a time, as `cards_in`
                 if discards & 255:
