@@ -140,12 +140,10 @@ class ActionCodec:
         where = ("a set", "a run's low end", "a run's high end")[end]
         raise IllegalActionError(f"action {i}: no meld takes {card_str(c)} on {where}")
 
-    def legal_ids(self, game: Game, legal: list[Action] | None = None) -> list[int]:
-        """Ids of the engine's legal actions, in `legal_actions` order; with two decks
-        several lay-offs may share one id. Without `legal`, read from the engine's parts
-        (`Game.draw_options`, `Game.play_options`), which skips building `Action`s."""
-        if legal is not None:
-            return [self.encode(game, a) for a in legal]
+    def legal_ids(self, game: Game) -> list[int]:
+        """Ids of the engine's legal actions, in `legal_actions` order (with two decks several
+        lay-offs may share one id), read from the engine's parts (`Game.draw_options`,
+        `Game.play_options`), which skips building `Action` objects."""
         if game.phase == "draw":
             draw, take, digs, decline = game.draw_options()
             out = [self.DRAW] if draw else []

@@ -206,17 +206,12 @@ class raw_env(AECEnv, EzPickle):
         cached = self._obs_cache.get(seat)
         if cached is not None:
             return cached
-        game = self.game
-        if game is None:
-            raise Rummy500Error("call reset() before using the env")
+        game = self._require_game()
         mask = bytearray(self._n_actions)  # filled byte by byte: cheaper than numpy indexing
         if agent == self.agent_selection and not (
             self.terminations[agent] or self.truncations[agent]
         ):
-            legal = self._legal
-            if legal is None:
-                legal = self._legal = self.codec.legal_ids(game)
-            for i in legal:
+            for i in self._legal if self._legal is not None else self.legal_ids():
                 mask[i] = 1
         out = {
             "observation": self.encoder.encode_update(game, seat),
@@ -261,9 +256,7 @@ class raw_env(AECEnv, EzPickle):
         if game.phase not in ("draw", "play"):
             self._hand_over(game)
             self._accumulate_rewards()
-        self._legal = None  # as `_after_move`, inline: this runs at every step
-        self._obs_cache.clear()
-        self.agent_selection = self.possible_agents[game.turn]
+        self._after_move(game)
         if self.render_mode == "human":
             self.render()
 

@@ -210,12 +210,7 @@ class ObservationEncoder:
         mv = last.mv
         one, two = game.one[observer], game.two[observer]
         if one != last.one or two != last.two:
-            changed = last.one ^ one | last.two ^ two
-            if changed & (changed - 1) == 0:  # one card (a draw, a discard): `_recount`, inline
-                c = changed.bit_length() - 1
-                mv[self._hand0 + c] = ((one >> c & 1) + (two >> c & 1)) * self.inv_decks
-            else:
-                self._recount(mv, self._hand0, changed, one, two)
+            self._recount(mv, self._hand0, last.one ^ one | last.two ^ two, one, two)
             last.one, last.two = one, two
         pile = game.pile
         if pile != last.pile:
