@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from rummy500_env.cards import card_str, cards_in
+from rummy500_env.cards import ByteTables, byte_tables, card_str, gather
 from rummy500_env.errors import IllegalActionError
 from rummy500_env.game import DECLINE, DRAW, TAKE, Action, Game, layoff_action
 from rummy500_env.melds import MELD_TEMPLATES, layoff_end, template_index
@@ -42,12 +42,9 @@ ENCODING_VERSION = 1
 
 
 @functools.cache
-def _byte_ids(base: int) -> tuple[tuple[tuple[int, ...], ...], ...]:
-    """For byte i of a card mask and every byte value, the ids `base + card` of its cards."""
-    return tuple(
-        tuple(tuple(base + c for c in cards_in(b << 8 * i) if c < 52) for b in range(256))
-        for i in range(7)
-    )
+def _byte_ids(base: int) -> ByteTables[int]:
+    """The ids `base + card` of a mask's cards, for `gather` (one table per id base)."""
+    return byte_tables(lambda c: base + c, 52)
 
 
 class ActionCodec:
@@ -160,13 +157,7 @@ class ActionCodec:
             out = [meld + t for t in templates] if templates else []
             for c, i in layoffs:
                 out.append(layoff + 3 * c + layoff_end(melds[i], c))
-            i = 0
-            while discards:  # a byte of the mask at a time, as `cards_in`
-                if discards & 255:
-                    out += self._discard_ids[i][discards & 255]
-                discards >>= 8
-                i += 1
-            return out
+            return out + gather(discards, self._discard_ids)
         return []
 
     def mask(self, game: Game) -> np.ndarray[Any, np.dtype[np.int8]]:

@@ -15,8 +15,8 @@ masks: ``one`` has the bit of every card held at least once, ``two`` of every ca
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TypeAlias
+from collections.abc import Callable, Iterable
+from typing import TypeAlias, TypeVar
 
 from rummy500_env.errors import Rummy500Error
 
@@ -104,22 +104,42 @@ def bit(card: Card) -> int:
     return 1 << card
 
 
-_BYTE_CARDS = tuple(
-    tuple(tuple(8 * i + j for j in range(8) if b >> j & 1) for b in range(256)) for i in range(7)
-)
+T = TypeVar("T")
+ByteTables: TypeAlias = tuple[tuple[tuple[T, ...], ...], ...]
 
 
-def cards_in(mask: int) -> list[Card]:
-    """The cards of a mask, ascending (a byte at a time, through lookup tables)."""
-    out: list[Card] = []
+def byte_tables(value: Callable[[Card], T], limit: int = 56) -> ByteTables[T]:
+    """For byte i of a card mask and every byte value, `value` of each of its cards below
+    `limit`, ascending: the lookup tables that `gather` reads."""
+    return tuple(
+        tuple(
+            tuple(value(c) for j in range(8) if b >> j & 1 and (c := 8 * i + j) < limit)
+            for b in range(256)
+        )
+        for i in range(7)
+    )
+
+
+def gather(mask: int, tables: ByteTables[T]) -> list[T]:
+    """The table values of the cards of a mask, ascending: a byte at a time, which is several
+    times faster than a bit at a time."""
+    out: list[T] = []
     i = 0
     while mask:
         b = mask & 255
         if b:
-            out += _BYTE_CARDS[i][b]
+            out += tables[i][b]
         mask >>= 8
         i += 1
     return out
+
+
+_BYTE_CARDS = byte_tables(lambda c: c)
+
+
+def cards_in(mask: int) -> list[Card]:
+    """The cards of a mask, ascending."""
+    return gather(mask, _BYTE_CARDS)
 
 
 def multiset_add(one: int, two: int, card: Card) -> tuple[int, int]:

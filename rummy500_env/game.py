@@ -16,9 +16,10 @@ from rummy500_env.cards import (
     Card,
     CardParseError,
     bit,
+    byte_tables,
     card_str,
-    cards_in,
     cards_str,
+    gather,
     multiset_add,
     multiset_cards,
     multiset_of,
@@ -120,11 +121,8 @@ _SIMPLE = {"draw": DRAW, "take": TAKE, "decline": DECLINE}
 _DISCARDS = tuple(Action("discard", (c,)) for c in range(52))
 _DIGS = tuple(tuple(Action("dig", (c,), -1, k) for k in (1, 2, 3)) for c in range(52))
 _TEMPLATE_ACTIONS = tuple(Action("meld", t) for t in MELD_TEMPLATES)
-_BYTE_DISCARDS = tuple(
-    tuple(tuple(_DISCARDS[c] for c in cards_in(b << 8 * i) if c < 52) for b in range(256))
-    for i in range(7)
-)
-"""The discards of the cards in byte i of a hand mask, for every byte value (as `cards_in`)."""
+_BYTE_DISCARDS = byte_tables(_DISCARDS.__getitem__, 52)
+"""The discard actions of a hand mask's cards, for `gather`."""
 _LAYOFFS: dict[tuple[Card, int], Action] = {}
 
 
@@ -487,7 +485,10 @@ class Game:
         With `discard_to_go_out` it must go down without emptying the hand."""
         dtgo = self.rules.discard_to_go_out
         if not dtgo or size > 3:
-            for pair in MELD_PARTNERS[card]:
+            mates = one & _RANK_MATES[card]
+            if mates & (mates - 1):  # two more of its rank: a set
+                return True
+            for pair in _RUN_PARTNERS[card]:
                 if one & pair == pair:
                     return True
         return (not dtgo or size > 1) and self._table_fits() >> card & 1 == 1
@@ -518,13 +519,7 @@ class Game:
         templates, layoffs, discards = self.play_options()
         acts = [_TEMPLATE_ACTIONS[t] for t in templates]
         acts += [layoff_action(c, i) for c, i in layoffs]
-        i = 0
-        while discards:
-            if discards & 255:
-                acts += _BYTE_DISCARDS[i][discards & 255]
-            discards >>= 8
-            i += 1
-        return acts
+        return acts + gather(discards, _BYTE_DISCARDS)
 
     def draw_options(self) -> tuple[bool, bool, list[tuple[int, Card, int]], bool]:
         """The legal actions of the draw phase, in parts: (draw from the stock, take the top
@@ -549,29 +544,19 @@ class Game:
     def _legal_digs(self, one: int, size: int) -> list[tuple[int, Card, int]]:
         """The digs as (depth, card, copy): a buried card qualifies when it can be put down
         once it and every card above it join the hand (`one`, `size`: the hand with the top
-        card already taken). `_can_put_down`, inlined, with the table's fits gathered once."""
-        pile, dtgo, fits = self.pile, self.rules.discard_to_go_out, self._table_fits()
+        card already taken)."""
+        pile = self.pile
         digs = []
         seen: dict[Card, int] = {}
         depth = 0
         for i in range(len(pile) - 2, -1, -1):
             c = pile[i]
-            b = 1 << c
-            one |= b
+            one |= 1 << c
             size += 1
             depth += 1
             k = seen[c] = seen.get(c, 0) + 1
-            if fits & b and (not dtgo or size > 1):
+            if self._can_put_down(c, one, size):
                 digs.append((depth, c, k))
-            elif not dtgo or size > 3:
-                mates = one & _RANK_MATES[c]
-                if mates & (mates - 1):  # two more of its rank: a set
-                    digs.append((depth, c, k))
-                    continue
-                for pair in _RUN_PARTNERS[c]:
-                    if one & pair == pair:
-                        digs.append((depth, c, k))
-                        break
         return digs
 
     def play_options(self) -> tuple[list[int], list[tuple[Card, int]], int]:
@@ -691,12 +676,9 @@ class Game:
 
     def _remove(self, p: int, c: Card) -> None:
         """Take one copy of `c` out of a hand; a known copy stays known only while one is held."""
-        b = 1 << c
-        if self.two[p] & b:  # multiset_remove, inline: this runs at almost every step
-            self.two[p] ^= b
-        else:
-            self.one[p] ^= b
+        self.one[p], self.two[p] = multiset_remove(self.one[p], self.two[p], c)
         self.count[p] -= 1
+        b = 1 << c
         if self.known_one[p] & b:
             held = (self.one[p] & b != 0) + (self.two[p] & b != 0)
             known = 1 + (self.known_two[p] & b != 0)
@@ -714,7 +696,7 @@ class Game:
         if limit is not None and self.turns >= limit:
             # RULES.md §4: the hand ends as if the stock were empty and the player declined.
             self._end_hand()
-        elif not self.stock:
+        else:
             self._start_turn()
 
     def _start_turn(self) -> None:

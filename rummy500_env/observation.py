@@ -219,9 +219,7 @@ class ObservationEncoder:
         k1, k2 = game.known_one, game.known_two
         if opponents(k1) != opponents(last.known_one) or opponents(k2) != opponents(last.known_two):
             self._update_known(last, k1, k2)
-        table = self._table
-        if game.melds != table.melds:
-            self._sync_table(game.melds)
+        table = self._sync_table(game.melds)
         if table.version != last.table_version:
             self._copy_table(last, table)
         extras = self._extras(game)  # the one-hot features outside the card blocks
@@ -308,12 +306,14 @@ class ObservationEncoder:
             row -= 52
         last.pile = new[:]
 
-    def _sync_table(self, melds: list[Meld]) -> None:
-        """Bring the shared table block up to `melds`: take out the melds that changed (a
+    def _sync_table(self, melds: list[Meld]) -> _Table:
+        """The shared table block, brought up to `melds`: take out the melds that changed (a
         lay-off replaces one) and put in the new ones. A lay-off fit can be shared by two
         melds (two decks), so fits are counted."""
         t = self._table
         old = t.melds
+        if melds == old:
+            return t
         lo, ln = len(old), len(melds)
         if ln == lo + 1 and melds[:lo] == old:  # a new meld
             changed = [(1, melds[lo])]
@@ -338,6 +338,7 @@ class ObservationEncoder:
                 points[owner] += sign * value
         t.melds = melds[:]
         t.version += 1
+        return t
 
     def _copy_table(self, last: _Last, table: _Table) -> None:
         """Copy the shared table block into `last.obs`, owner rows rotated to the observer."""
@@ -469,10 +470,7 @@ class _Last:
         self.one, self.two = game.one[observer], game.two[observer]
         self.pile = game.pile[:]
         self.known_one, self.known_two = game.known_one[:], game.known_two[:]
-        table = encoder._table
-        if game.melds != table.melds:
-            encoder._sync_table(game.melds)
-        self.table_version = table.version
+        self.table_version = encoder._sync_table(game.melds).version
         self.totals: list[int] | None = game.totals_before[:]
         self.count, self.turns, self.hands = game.count[:], game.turns, game.hands_played
         self.extras = encoder._extras(game)
