@@ -13,9 +13,10 @@ Observation values  [-2, 2]
 
 Observation
     ``observation`` is the seat's view, rotated so that it is seat 0: own hand, the discard pile
-    by depth, melded cards with their owner and whether they sit in a set or a run, what each
-    opponent is known to hold, hand sizes, stock and pile sizes, totals, table points, phase,
-    the card under a dig obligation, the card that may not be discarded, and the rule flags.
+    (its top card and every card's place in it), melded cards with their owner and whether they
+    sit in a set or a run, what each opponent is known to hold, hand sizes, stock and pile
+    sizes, totals, table points, phase, the card under a dig obligation, the card that may not
+    be discarded, and the rule flags.
     The slice table is in `rummy500_env.observation`. ``action_mask`` marks the legal ids for
     the agent to act and is all zeros for every other agent.
 

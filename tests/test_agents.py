@@ -81,6 +81,27 @@ def test_view_decodes_what_the_seat_knows():
     assert len(v.unseen()) == 52 - 3 - 3 - 3 - 1  # minus hand, pile, table and the known QS
 
 
+@pytest.mark.parametrize("fields", [{}, {"players": 3, "decks": 2}])
+def test_view_decodes_the_pile_order_exactly(fields):
+    """The pile is encoded by place; the decoded order (top first) must be the engine's,
+    copies of a card included (two decks). The check fails if a place is lost or swapped."""
+    rules = Rules(**fields)
+    enc, dec = ObservationEncoder(rules), ViewDecoder(rules)
+    rng = random.Random(11)
+    deepest = twice = 0
+    for seed in range(6):
+        g = Game.new(rules, seed=seed)
+        while g.phase in ("draw", "play"):
+            for seat in range(rules.players):
+                assert dec.view(enc.encode_update(g, seat)).pile == g.pile[::-1]
+            deepest = max(deepest, len(g.pile))
+            twice += len(set(g.pile)) < len(g.pile)
+            legal = g.legal_actions()
+            draw = [a for a in legal if a.kind == "draw"]  # mostly draw: the pile grows
+            g.apply(draw[0] if draw and rng.random() < 0.8 else rng.choice(legal))
+    assert deepest >= 15 and (twice > 0) == (rules.deck_count == 2)
+
+
 def test_greedy_takes_the_top_discard_only_when_it_completes_a_meld():
     dec_rules = Rules()
     enc = ObservationEncoder(dec_rules)
@@ -144,12 +165,12 @@ def test_search_agent_respects_its_rollout_budget_and_is_seeded():
 def test_random_agent_is_uniform_over_legal_actions_and_seeded():
     mask = np.zeros(360, dtype=np.int8)
     mask[[3, 7, 9]] = 1
-    picks = [RandomAgent(1).act(np.zeros(3244), mask) for _ in range(3)]
+    picks = [RandomAgent(1).act(np.zeros(748), mask) for _ in range(3)]
     assert picks[0] == picks[1] == picks[2]
-    seen = {RandomAgent(s).act(np.zeros(3244), mask) for s in range(30)}
+    seen = {RandomAgent(s).act(np.zeros(748), mask) for s in range(30)}
     assert seen == {3, 7, 9}
     with pytest.raises(ValueError, match="no legal action"):
-        RandomAgent().act(np.zeros(3244), np.zeros(360, dtype=np.int8))
+        RandomAgent().act(np.zeros(748), np.zeros(360, dtype=np.int8))
 
 
 def test_python_m_rummy500_env_shows_a_seeded_bot_game(capsys):

@@ -183,7 +183,8 @@ def test_decode_of_an_id_that_names_nothing_is_a_clear_error():
 
 def test_observation_slices_tile_the_vector_and_match_the_documented_size():
     enc = ObservationEncoder(Rules())
-    assert enc.size == 3244
+    assert enc.size == 748  # 52 (D + 2n + 9) + 3n + 14
+    assert ObservationEncoder(Rules(players=3, decks=2)).size == 52 * (2 + 6 + 9) + 9 + 14
     starts = sorted((s.start, s.stop) for s in enc.slices.values())
     assert starts[0][0] == 0 and starts[-1][1] == enc.size
     assert all(b[0] == a[1] for a, b in itertools.pairwise(starts))
@@ -196,7 +197,10 @@ def test_observation_shows_hand_pile_by_depth_melds_owners_and_known_cards():
     v = enc.views(enc.encode(g, 0))
     card = rummy500_env.parse_card
     assert v["hand"][card("9S")] == 1 and v["hand"].sum() == 3
-    assert v["pile"][0][card("4H")] == 1 and v["pile"][2][card("9D")] == 1
+    assert v["pile_top"][card("4H")] == 1 and v["pile_top"].sum() == 1
+    places = v["pile_place"][0] * 52  # counted from the bottom: 9D, KC, 4H
+    assert [places[card(c)] for c in ("9D", "KC", "4H")] == pytest.approx([1, 2, 3])
+    assert places.astype(bool).sum() == 3 and v["stock_pile"][1] * 52 == pytest.approx(3)
     assert v["table_owner"][1][card("7C")] == 1 and v["table_owner"][0].sum() == 0
     assert v["table_run"][card("8C")] == 1 and v["table_set"].sum() == 0
     assert v["layoff_fits"][2][card("10C")] == 1 and v["layoff_fits"][1][card("6C")] == 1

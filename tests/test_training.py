@@ -230,3 +230,14 @@ def test_a_second_run_into_the_same_folder_is_refused(trained):
 
         args, _ = parse_args([*TINY, "--run-dir", str(trained)])
         train(args)
+
+
+def test_the_shipped_model_matches_the_current_encodings_and_plays_a_hand():
+    """models/ must be retrained whenever the observation or action layout changes; loading
+    refuses a stale file, so this fails until it is."""
+    from rummy500_env.agents import GreedyAgent
+    from training.arena import play
+
+    agent = PolicyAgent.load(ROOT / "models" / "rummy500-ppo-standard.pt")
+    result = play([agent, GreedyAgent()], "standard", seed=3, episode="hand")
+    assert len(result.hand_scores) == 1  # raw_env raises on any move outside the mask

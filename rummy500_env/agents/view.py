@@ -85,7 +85,9 @@ class ViewDecoder:
             counts = np.rint(row * d).astype(int)
             return [c for c in np.flatnonzero(counts) for _ in range(counts[c])]
 
-        pile = [int(np.argmax(row)) for row in v["pile"] if row.any()]
+        places = v["pile_place"].ravel()
+        at = np.flatnonzero(places)
+        pile = [int(i) % 52 for i in at[np.argsort(-places[at], kind="stable")]]  # top first
         phase = "draw" if v["phase"][0] else "play" if v["phase"][1] else "over"
         must = np.flatnonzero(v["must_play"])
         nod = np.flatnonzero(v["no_discard"])
