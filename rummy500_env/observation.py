@@ -361,12 +361,14 @@ class ObservationEncoder:
 
     def _copy_table(self, last: _Last, table: _Table) -> None:
         """Copy the shared table block into `last.obs`, owner rows rotated to the observer."""
-        obs, block, o, n = last.obs, table.block, last.observer, self.players
+        mv, block, o, n = last.mv, table.mv, last.observer, self.players
         a, b, end = self._owner0, self._owner0 + (n - o) * 52, self._table_end
-        obs[a:b] = block[a + o * 52 : a + n * 52]
         if o:
-            obs[b : a + n * 52] = block[a : a + o * 52]
-        obs[a + n * 52 : end] = block[a + n * 52 : end]
+            mv[a:b] = block[a + o * 52 : a + n * 52]
+            mv[b : a + n * 52] = block[a : a + o * 52]
+            mv[a + n * 52 : end] = block[a + n * 52 : end]
+        else:  # seat 0 sees the block as it is
+            mv[a:end] = block[a:end]
         last.table_version = table.version
         last.totals = None  # table points may have changed: rewrite them with the totals
 
