@@ -190,7 +190,7 @@ def test_observation_slices_tile_the_vector_and_match_the_documented_size():
     assert all(b[0] == a[1] for a, b in itertools.pairwise(starts))
 
 
-def test_observation_shows_hand_pile_by_depth_melds_owners_and_known_cards():
+def test_observation_shows_hand_pile_in_order_melds_owners_and_known_cards():
     d = position(**SEEN)
     g = Game.from_dict(d)
     enc = ObservationEncoder(g.rules)
