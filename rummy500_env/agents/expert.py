@@ -8,7 +8,7 @@ from rummy500_env.agents.greedy import GreedyAgent
 from rummy500_env.agents.heuristics import neighbours, plan, table_value, template_value
 from rummy500_env.agents.view import Decoded, View
 from rummy500_env.cards import rank_of
-from rummy500_env.melds import MELD_TEMPLATES
+from rummy500_env.melds import ACE, MELD_TEMPLATES
 from rummy500_env.rules import Rules
 
 
@@ -83,7 +83,7 @@ class ExpertAgent(GreedyAgent):
                 a
                 for a in layoffs
                 if not (
-                    rank_of(a.cards[0]) == 0
+                    rank_of(a.cards[0]) == ACE
                     and a.end == 1
                     and self.prospect(a.cards[0], view.hand, view) > 3
                 )
@@ -101,7 +101,7 @@ class ExpertAgent(GreedyAgent):
         t = a.id - self.decoder.codec.MELD
         value = template_value(t, view.values, self.fives)
         cards = MELD_TEMPLATES[t]
-        if t >= 52 and rank_of(cards[0]) == 0:
+        if t >= 52 and rank_of(cards[0]) == ACE:
             value -= 10  # prefer a high ace or an ace set when there is a choice
         return value
 

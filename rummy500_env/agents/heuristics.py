@@ -8,9 +8,7 @@ from collections.abc import Iterable
 
 from rummy500_env.cards import rank_of, suit_of
 from rummy500_env.game import meld_templates_in
-from rummy500_env.melds import MELD_TEMPLATES, MELDS_WITH
-
-ACE = 0
+from rummy500_env.melds import ACE, MELD_TEMPLATES, MELDS_WITH
 
 
 def table_value(card: int, values: tuple[int, ...], low_ace: bool, fives: bool) -> int:
