@@ -1,0 +1,100 @@
+"""Record (or check) the golden transcripts: seeded games played with seeded random legal actions.
+
+    python tests/golden/record.py          # rewrite tests/golden/games.json, on purpose
+
+Each transcript holds, per step, the action taken and short digests of the observation and the
+mask, the rewards, and the hand scores whenever a hand ends; and, for the engine alone, the
+legal actions in notation. `tests/test_golden.py` replays them and compares, so a refactor that
+changes any behaviour of the engine or the env is caught.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import rummy500_env
+from rummy500_env import Game, Rules
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE / "games.json"
+
+CONFIGS: list[tuple[str, dict[str, Any], str, int]] = [
+    ("standard", {}, "game", 1),
+    ("standard", {}, "hand", 2),
+    ("app", {}, "hand", 3),
+    ("nordic", {"players": 3}, "hand", 4),
+    ("pagat", {"players": 5}, "hand", 5),
+    ("fives", {"players": 4, "discard_to_go_out": True, "top_card_must_meld": True}, "hand", 6),
+    ("standard", {"winner_must_go_out": True, "target": 100}, "game", 7),
+    ("pagat", {"players": 2, "decks": 2, "turn_limit": 40}, "game", 8),
+]
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()[:10]
+
+
+def env_transcript(preset: str, fields: dict[str, Any], episode: str, seed: int) -> dict[str, Any]:
+    rules = Rules.preset(preset, **fields)
+    env = rummy500_env.raw_env(rules=rules, episode=episode)
+    env.reset(seed=seed)
+    rng = random.Random(seed)
+    steps: list[list[Any]] = []
+    for _ in range(1500):
+        agent = env.agent_selection
+        if env.terminations[agent] or env.truncations[agent]:
+            break
+        obs = env.observe(agent)
+        legal = np.flatnonzero(obs["action_mask"])
+        action = int(legal[rng.randrange(len(legal))])
+        other = env.possible_agents[(env.agent_name_mapping[agent] + 1) % rules.players]
+        step: list[Any] = [
+            action,
+            digest(obs["observation"].tobytes()),
+            digest(obs["action_mask"].tobytes()),
+            digest(env.observe(other)["observation"].tobytes()),
+        ]
+        env.step(action)
+        step.append([round(float(env.rewards[a]), 6) for a in env.possible_agents])
+        info = env.infos[agent]
+        if "hand_scores" in info:
+            step.append(info["hand_scores"])
+        steps.append(step)
+    flags = [env.terminations[a] or env.truncations[a] for a in env.possible_agents]
+    return {"steps": steps, "done": flags}
+
+
+def engine_transcript(preset: str, fields: dict[str, Any], seed: int) -> dict[str, Any]:
+    g = Game.new(Rules.preset(preset, **fields), seed=seed)
+    rng = random.Random(seed + 1)
+    steps: list[list[Any]] = []
+    while g.phase != "game_over" and len(steps) < 1500:
+        if g.phase == "hand_over":
+            steps.append(["next_hand", g.hand_scores(), g.totals])
+            g.next_hand()
+            continue
+        legal = [str(a) for a in g.legal_actions()]
+        action = legal[rng.randrange(len(legal))]
+        steps.append([action, digest(" | ".join(legal).encode())])
+        g.apply(action)
+    return {"steps": steps, "final": g.to_dict(), "winner": g.winner}
+
+
+def record() -> dict[str, Any]:
+    out: dict[str, Any] = {"env": [], "engine": []}
+    for preset, fields, episode, seed in CONFIGS:
+        key = {"preset": preset, "fields": fields, "episode": episode, "seed": seed}
+        out["env"].append(key | env_transcript(preset, fields, episode, seed))
+        out["engine"].append(key | engine_transcript(preset, fields, seed))
+    return out
+
+
+if __name__ == "__main__":
+    GOLDEN.write_text(json.dumps(record(), separators=(",", ":")))
+    print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size // 1024} KiB)")
