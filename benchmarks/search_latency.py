@@ -1,6 +1,6 @@
 """SearchAgent decision latency: how long each decision takes against its ms budget.
 
-    python benchmarks/search_latency.py [--ms 50] [--hands 10]
+python benchmarks/search_latency.py [--ms 50] [--hands 10]
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ def main() -> None:
                 action = expert.act(o["observation"], o["action_mask"])
             env.step(action)
     t = np.array(times)
-    print(f"{t.size} decisions, budget {a.ms:g} ms: median {np.median(t):.1f} ms, "
-          f"p99 {np.percentile(t, 99):.1f} ms, max {t.max():.1f} ms, "
-          f"over budget {(t > a.ms).mean():.1%}")
+    print(
+        f"{t.size} decisions, budget {a.ms:g} ms: median {np.median(t):.1f} ms, "
+        f"p99 {np.percentile(t, 99):.1f} ms, max {t.max():.1f} ms, "
+        f"over budget {(t > a.ms).mean():.1%}"
+    )
 
 
 if __name__ == "__main__":

@@ -12,7 +12,13 @@ import argparse
 import json
 import time
 
-from training.ppo import DEFAULT_CONFIG, args_from_dict, load_yaml, make_env, opponent_pool
+from rummy500_env.training.ppo import (
+    DEFAULT_CONFIG,
+    args_from_dict,
+    load_yaml,
+    make_env,
+    opponent_pool,
+)
 
 
 def measure(n_envs: int, steps: int) -> float:
@@ -26,9 +32,16 @@ def measure(n_envs: int, steps: int) -> float:
     venv = vec([make_env(args, i) for i in range(n_envs)])
     pool, weights = opponent_pool(args, [])
     venv.env_method("set_opponent_pool", pool, weights)
-    model = MaskablePPO("MlpPolicy", venv, n_steps=args.n_steps, batch_size=args.batch_size,
-                        n_epochs=args.n_epochs, policy_kwargs={"net_arch": list(args.net_arch)},
-                        device="cpu", seed=0)
+    model = MaskablePPO(
+        "MlpPolicy",
+        venv,
+        n_steps=args.n_steps,
+        batch_size=args.batch_size,
+        n_epochs=args.n_epochs,
+        policy_kwargs={"net_arch": list(args.net_arch)},
+        device="cpu",
+        seed=0,
+    )
     model.learn(args.n_steps * n_envs)  # warm-up: one rollout and one update
     t = time.perf_counter()
     model.learn(steps, reset_num_timesteps=False)

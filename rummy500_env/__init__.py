@@ -1,8 +1,11 @@
 """rummy500_env: a Rummy 500 rules engine with PettingZoo and Gymnasium environments.
 
-The engine (`Game`, `Rules`, `Action`) imports only the standard library. The RL entry points
-`env` and `raw_env` are loaded lazily (PEP 562), so importing the engine does not import numpy,
-gymnasium or pettingzoo.
+Layers, each importing only the ones before it: `engine` (the rules; standard library only)
+← `actions`, `observation` (numpy encodings) ← `rummy500_v0` (the PettingZoo env),
+`single_agent` (the Gymnasium view) ← `agents` ← `training` (torch, sb3-contrib).
+
+The RL entry points `env` and `raw_env` (plain functions of `rummy500_v0`) load lazily
+(PEP 562), so ``import rummy500_env`` for the engine imports neither numpy nor PettingZoo.
 """
 
 from __future__ import annotations
@@ -10,16 +13,21 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rummy500_env.cards import card_str, parse_card, parse_cards
-from rummy500_env.errors import (
+from rummy500_env.engine import (
+    PRESETS,
+    Action,
     ActionParseError,
+    Game,
     IllegalActionError,
     InvalidPositionError,
+    Position,
+    Rules,
     RulesError,
     Rummy500Error,
+    card_str,
+    parse_card,
+    parse_cards,
 )
-from rummy500_env.game import Action, Game
-from rummy500_env.rules import PRESETS, Rules
 
 __version__ = "0.1.0"
 
@@ -30,6 +38,7 @@ __all__ = [
     "Game",
     "IllegalActionError",
     "InvalidPositionError",
+    "Position",
     "Rules",
     "RulesError",
     "Rummy500Error",
@@ -39,14 +48,13 @@ __all__ = [
     "parse_card",
     "parse_cards",
     "raw_env",
+    "rummy500_v0",
 ]
 
 
 def __getattr__(name: str) -> Any:
     """Load the RL layer on first use (PEP 562), keeping `import rummy500_env` light."""
-    if name in ("env", "raw_env"):
-        module = importlib.import_module("rummy500_env.env")
-        # `rummy500_env.env` is both the module env.py and the factory env(): the module is
-        # made callable (see the end of env.py), so either one works as `env(**kwargs)`.
-        return module if name == "env" else module.raw_env
+    if name in ("env", "raw_env", "rummy500_v0"):
+        module = importlib.import_module("rummy500_env.rummy500_v0")
+        return module if name == "rummy500_v0" else getattr(module, name)
     raise AttributeError(f"module 'rummy500_env' has no attribute {name!r}")

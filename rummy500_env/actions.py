@@ -31,11 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from rummy500_env.cards import ByteTables, byte_tables, card_str, gather
-from rummy500_env.errors import IllegalActionError
-from rummy500_env.game import DECLINE, DRAW, TAKE, Action, Game, layoff_action
-from rummy500_env.melds import MELD_TEMPLATES, layoff_end, template_index
-from rummy500_env.rules import Rules
+from rummy500_env.engine.cards import ByteTables, byte_tables, card_str, gather
+from rummy500_env.engine.errors import IllegalActionError
+from rummy500_env.engine.game import Game
+from rummy500_env.engine.melds import MELD_TEMPLATES, layoff_end, template_index
+from rummy500_env.engine.notation import DECLINE, DRAW, TAKE, Action, layoff_action
+from rummy500_env.engine.rules import Rules
 
 ENCODING_VERSION = 1
 """Bump on any change to the id layout (exported policies record it)."""

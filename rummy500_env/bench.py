@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rummy500_env.game import Game
-from rummy500_env.rules import PRESETS, Rules
+from rummy500_env.engine.game import Game
+from rummy500_env.engine.rules import PRESETS, Rules
 
 ANCHORS_VENV = Path(os.environ.get("ANCHORS_VENV") or Path(tempfile.gettempdir()) / "anchors-venv")
 # engine, raw env, wrapped env: the peer each one is measured against (issues 2 and 3).
@@ -78,8 +78,8 @@ def bench_env(seconds: float, wrapped: bool, reps: int = 3) -> dict[str, float]:
     The median of `reps` runs of `seconds` each, as the peers get; hands/s counts resets."""
     import numpy as np
 
-    from rummy500_env.env import env as make_env
-    from rummy500_env.env import raw_env
+    from rummy500_env.rummy500_v0 import env as make_env
+    from rummy500_env.rummy500_v0 import raw_env
 
     e = make_env() if wrapped else raw_env()
     rng = random.Random(0)

@@ -23,14 +23,17 @@ import numpy as np
 
 from rummy500_env.agents.base import Agent, as_agent
 from rummy500_env.agents.random_agent import RandomAgent
-from rummy500_env.env import raw_env
-from rummy500_env.errors import Rummy500Error
-from rummy500_env.rules import Rules
+from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.render import render
+from rummy500_env.engine.rules import Rules
+from rummy500_env.rummy500_v0 import raw_env
 
 Opponents = Any  # an agent, a callable, or a sequence with one per other seat
+REDEALS = 1000
+"""Deals `reset` tries before it gives up on reaching a decision of the learner."""
 
 
-class Rummy500SingleAgentEnv(gymnasium.Env):  # type: ignore[type-arg]
+class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
     """One learning seat against fixed opponents (see the module docstring).
 
     Args:
@@ -40,7 +43,7 @@ class Rummy500SingleAgentEnv(gymnasium.Env):  # type: ignore[type-arg]
         seat: the learner's seat, an int, or ``"random"`` to draw it each episode (seats
             alternate across episodes in expectation, so the learner sees both first and
             second player).
-        rules, episode, reward, render_mode: as for `rummy500_env.env.raw_env`.
+        rules, episode, reward, render_mode: as for `rummy500_env.rummy500_v0.Rummy500Env`.
         illegal: what an action outside the mask does: ``"terminate"`` (the default, as
             PettingZoo's TerminateIllegalWrapper: the episode ends with ``illegal_reward``)
             or ``"raise"`` (`IllegalActionError`). Masked learners never hit either.
@@ -78,6 +81,7 @@ class Rummy500SingleAgentEnv(gymnasium.Env):  # type: ignore[type-arg]
         self.seat = 0 if seat == "random" else int(seat)
         self._pool: list[tuple[list[Agent], float]] = []
         self._illegal_end = False
+        self.learner: str | None = None  # the learner's agent name, once reset
         self.opponents: list[Agent] = []
         self.set_opponents(opponents)
 
@@ -131,11 +135,11 @@ class Rummy500SingleAgentEnv(gymnasium.Env):  # type: ignore[type-arg]
         aec_seed = None if seed is None else int(self.np_random.integers(2**63))
         self._illegal_end = False
         self.learner = me = self.aec.possible_agents[self.seat]
-        for _deal in range(1000):
+        for _deal in range(REDEALS):
             self.aec.reset(seed=aec_seed, options=options)
             self._play_opponents()
             if not (self.aec.terminations[me] or self.aec.truncations[me]):
-                break
+                return self._observation(), self._info()
             # The episode ended before the learner's first decision (an opponent went out on
             # its first turn): an episode without a decision teaches nothing, so deal again.
             if options and options.get("position") is not None:
@@ -143,12 +147,20 @@ class Rummy500SingleAgentEnv(gymnasium.Env):  # type: ignore[type-arg]
                     f"the episode from this position ends before seat {self.seat} acts"
                 )
             aec_seed = int(self.np_random.integers(2**63))
-        return self._observation(), self._info()
+        self.learner = None
+        raise Rummy500Error(
+            f"{REDEALS} deals in a row ended before seat {self.seat} could act: the opponents "
+            f"{self.opponents} go out at once under these rules ({self.rules}); "
+            "check the rules (hand_size) and the opponents"
+        )
 
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        aec, me = self.aec, self.learner
+    def step(
+        self, action: int | np.integer[Any]
+    ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        aec, me = self.aec, self._require_reset()
         if self._illegal_end or aec.terminations[me] or aec.truncations[me]:
             raise Rummy500Error("the episode is over: call reset()")
+        aec.check_action_id(action)
         if self.illegal == "terminate" and int(action) not in aec.legal_ids():
             self._illegal_end = True
             info = self._info() | {"illegal_action": int(action)}
@@ -168,21 +180,27 @@ class Rummy500SingleAgentEnv(gymnasium.Env):  # type: ignore[type-arg]
 
     def action_masks(self) -> np.ndarray:
         """The learner's legal actions as booleans (sb3-contrib's MaskablePPO reads this)."""
-        return self.aec.observe(self.learner)["action_mask"].astype(bool)
+        return self.aec.observe(self._require_reset())["action_mask"].astype(bool)
 
-    def render(self) -> str | None:  # type: ignore[override]
-        from rummy500_env.render import render
-
+    def render(self) -> str | None:
         if self.render_mode is None:
             return None
-        return render(self.aec._require_game(), viewer=self.seat)
+        self._require_reset()
+        assert self.aec.game is not None  # reset() made it
+        return render(self.aec.game.position(), viewer=self.seat)
+
+    def _require_reset(self) -> str:
+        """The learner's agent name; a clear error before the first `reset`."""
+        if self.learner is None:
+            raise Rummy500Error("call reset() before using the env")
+        return self.learner
 
     # --- internals ---------------------------------------------------------------------------
 
     def _play_opponents(self) -> float:
         """Let the other seats act until the learner is to act or the episode ends; return the
         reward the learner received meanwhile."""
-        aec, me = self.aec, self.learner
+        aec, me = self.aec, self._require_reset()
         reward = 0.0
         while not (aec.terminations[me] or aec.truncations[me]) and aec.agent_selection != me:
             agent = aec.agent_selection
@@ -194,9 +212,9 @@ class Rummy500SingleAgentEnv(gymnasium.Env):  # type: ignore[type-arg]
         return reward
 
     def _observation(self) -> np.ndarray:
-        return self.aec.observe(self.learner)["observation"].copy()
+        return self.aec.observe(self._require_reset())["observation"].copy()
 
     def _info(self) -> dict[str, Any]:
-        info = dict(self.aec.infos.get(self.learner, {}))
+        info = dict(self.aec.infos.get(self._require_reset(), {}))
         info["seat"] = self.seat
         return info

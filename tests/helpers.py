@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 from rummy500_env import Game, Rules
-from rummy500_env.cards import card_str, parse_cards
+from rummy500_env.engine.cards import card_str, parse_cards
 
 
 def position(

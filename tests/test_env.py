@@ -7,6 +7,7 @@ import pickle
 import random
 import warnings
 
+import cloudpickle
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +18,7 @@ import rummy500_env
 from rummy500_env import Game, IllegalActionError, InvalidPositionError, Rules, Rummy500Error
 from rummy500_env.actions import ActionCodec
 from rummy500_env.observation import ObservationEncoder
+from rummy500_env.observation_incremental import IncrementalEncoder
 from tests.helpers import SEEN, position, random_positions, reshuffle_hidden
 
 PRESETS = ["standard", "pagat", "nordic", "fives", "app"]
@@ -68,12 +70,36 @@ def test_metadata_name_is_versioned_and_agents_are_named():
     assert e.possible_agents == [f"player_{i}" for i in range(5)]
 
 
-def test_env_and_raw_env_are_importable_both_ways():
-    from rummy500_env.env import env, raw_env
+def test_env_and_raw_env_are_plain_functions_importable_both_ways():
+    from rummy500_env.rummy500_v0 import Rummy500Env, env, raw_env
 
-    assert isinstance(rummy500_env.raw_env(), raw_env)
-    assert type(env().unwrapped) is raw_env
-    assert type(rummy500_env.env().unwrapped) is raw_env
+    assert rummy500_env.env is env and rummy500_env.raw_env is raw_env
+    assert rummy500_env.rummy500_v0.env is env
+    assert isinstance(raw_env(), Rummy500Env)
+    assert type(env().unwrapped) is Rummy500Env
+
+
+@pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps], ids=["pickle", "cloudpickle"])
+def test_factories_and_envs_pickle_and_the_copies_play(dumps):
+    """Ray's register_env and spawn-based pools pickle the factory (cloudpickle); vector envs
+    pickle envs. The copies must work, and play the same seeded game as the original."""
+    factories = [rummy500_env.env, rummy500_env.raw_env]
+    if dumps is cloudpickle.dumps:  # what Ray's register_env is given
+        factories.append(lambda: rummy500_env.env(rules="standard"))
+    for factory in factories:
+        made = pickle.loads(dumps(factory))()
+        made.reset(seed=3)
+        assert made.agent_selection == "player_0"
+    original = rummy500_env.env(rules="app")
+    original.reset(seed=5)
+    copy = pickle.loads(dumps(original))
+    copy.reset(seed=5)
+    for e in (original, copy):
+        rng = random.Random(0)
+        for _ in range(60):
+            mask = e.observe(e.agent_selection)["action_mask"]
+            e.step(int(rng.choice(np.flatnonzero(mask))))
+    assert original.unwrapped.game.to_dict() == copy.unwrapped.game.to_dict()
 
 
 def play_and_check_masks(e, rng: random.Random, steps: int) -> None:
@@ -238,7 +264,7 @@ def test_nothing_hidden_leaks_into_the_observation():
 )
 def test_incremental_observation_equals_full_encoding(fields):
     rules = Rules(**fields)
-    incremental, full = ObservationEncoder(rules), ObservationEncoder(rules)
+    incremental, full = IncrementalEncoder(rules), ObservationEncoder(rules)
     rng = random.Random(1)
     for seed in range(6):
         g = Game.new(rules, seed=seed)
@@ -255,7 +281,7 @@ def test_incremental_observation_follows_jumps_between_unrelated_positions():
     """The encoder keeps what it saw last; any next position (another game, a reset, a
     position loaded from a dict, a pickled encoder) must still encode exactly."""
     rules = Rules(players=3, decks=2)
-    incremental, full = ObservationEncoder(rules), ObservationEncoder(rules)
+    incremental, full = IncrementalEncoder(rules), ObservationEncoder(rules)
     positions = random_positions(rules, 60, seed=3, max_moves=120)
     rng = random.Random(3)
     for k in range(300):

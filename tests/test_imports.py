@@ -1,16 +1,18 @@
-"""The engine imports only the standard library (DESIGN.md layers)."""
+"""The layers import in one direction, and the engine only the standard library."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("numpy", "gymnasium", "pettingzoo", "torch", "stable_baselines3", "sb3_contrib")
 
 
 def test_engine_imports_no_rl_library():
     code = (
-        "import sys, rummy500_env, rummy500_env.game, rummy500_env.render;"
+        "import sys, rummy500_env, rummy500_env.engine, rummy500_env.cards;"
         "g = rummy500_env.Game.new('standard', seed=1); g.legal_actions(); str(g);"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
@@ -25,3 +27,73 @@ def test_the_check_can_fail():
         [sys.executable, "-c", "import numpy;" + code], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "numpy"
+
+
+ENGINE_LAYERS = ["errors", "cards", "rules", "melds", "scoring", "notation", "positions", "render"]
+ENGINE_LAYERS += ["game"]
+"""The engine's modules, each importing only modules before it (no cycle)."""
+PACKAGE_LAYERS = {
+    "engine": 0,
+    "cards": 1,  # the documented address of engine.cards
+    "actions": 1,
+    "observation": 1,
+    "observation_incremental": 1,
+    "rummy500_v0": 2,
+    "agents": 3,
+    "single_agent": 3,
+    "training": 4,
+    "bench": 5,
+    "__main__": 5,
+}
+"""The package's layers: a module imports only from its own layer or lower ones."""
+PACKAGE = Path(__file__).resolve().parents[1] / "rummy500_env"
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The `rummy500_env` modules a file imports, at any depth of the file."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            out |= {n for n in names if n.startswith("rummy500_env.")}
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("rummy500_env.")}
+    return out
+
+
+def layer_violations(files: dict[str, Path]) -> set[str]:
+    bad = set()
+    for name, path in files.items():
+        own = ENGINE_LAYERS.index(name)
+        for module in imported_modules(path):
+            parts = module.split(".")
+            if parts[:2] != ["rummy500_env", "engine"]:
+                bad.add(f"engine.{name} imports {module}, outside the engine")
+            elif len(parts) > 2 and parts[2] in ENGINE_LAYERS:
+                if ENGINE_LAYERS.index(parts[2]) >= own:
+                    bad.add(f"engine.{name} imports engine.{parts[2]}, not a lower layer")
+    return bad
+
+
+def test_engine_modules_import_only_lower_layers():
+    files = {p.stem: p for p in (PACKAGE / "engine").glob("*.py") if p.stem != "__init__"}
+    assert set(files) == set(ENGINE_LAYERS), "a new engine module needs a place in the layers"
+    assert layer_violations(files) == set()
+
+
+def test_the_layer_check_can_fail(tmp_path):
+    cyclic = tmp_path / "cards.py"
+    cyclic.write_text("from rummy500_env.engine.game import Game\nimport rummy500_env.agents\n")
+    assert len(layer_violations({"cards": cyclic})) == 2
+
+
+def test_package_layers_import_downwards_only():
+    bad = []
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE).parts
+        own = PACKAGE_LAYERS[rel[0].removesuffix(".py")] if rel[0] != "__init__.py" else 0
+        for module in imported_modules(path):
+            top = module.split(".")[1]
+            if PACKAGE_LAYERS.get(top, 99) > own:
+                bad.append(f"{'/'.join(rel)} imports {module}")
+    assert bad == []

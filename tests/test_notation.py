@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rummy500_env import Action, ActionParseError
-from rummy500_env.cards import JOKER, CardParseError, card_str, parse_card, parse_cards
+from rummy500_env.engine.cards import JOKER, CardParseError, card_str, parse_card, parse_cards
 
 RANK_FORMS = {0: ["A", "a"], 9: ["10", "T", "t"], 10: ["J"], 11: ["q"], 12: ["K"]}
 SUIT_FORMS = {0: ["C", "c", "♣"], 1: ["D", "♦"], 2: ["H", "h", "♥"], 3: ["S", "♠"]}

@@ -119,7 +119,7 @@ def test_actions_after_the_hand_is_over_are_refused_with_the_fix():
     assert g.legal_actions() == []
 
 
-def test_next_hand_refused_mid_hand_and_after_game_over():
+def test_next_hand_refused_mid_hand():
     g = Game.new("standard", seed=1)
     with pytest.raises(IllegalActionError, match="only allowed when the hand is over"):
         g.next_hand()
@@ -141,10 +141,10 @@ def test_render_shows_hands_pile_in_order_melds_with_owners_and_scores():
 
 
 def test_render_for_a_viewer_hides_other_hands():
-    from rummy500_env.render import render
+    from rummy500_env.engine.render import render
 
     g = game(hands=["10C 2D", "2S 3S"], pile="AH KD")
-    text = render(g, viewer=0)
+    text = render(g.position(), viewer=0)
     assert "P0 [10C 2D]" in text and "P1 [2 cards]" in text and "2S" not in text
 
 

@@ -3,7 +3,7 @@
 Invariants: cards are conserved; to_dict/from_dict round trips; the legal set is never empty
 before the hand ends and is exactly what the rule checker allows; every listed action
 applies; unlisted actions raise IllegalActionError and leave the game unchanged; hand score =
-table value - hand value (recomputed here from RULES.md's table, independently of the
+table value - hand value (recomputed here from docs/rules.md's table, independently of the
 engine); seeded games replay identically. Also: the meld finder against brute force.
 """
 
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rummy500_env import Action, Game, IllegalActionError, Rules
-from rummy500_env.melds import MELD_TEMPLATES
+from rummy500_env.engine.melds import MELD_TEMPLATES
 
 CONFIGS = [
     (preset, players)
@@ -36,7 +36,7 @@ FIVES = {0: 15} | {r: 5 for r in range(1, 9)} | {r: 10 for r in range(9, 13)}
 
 
 def expected_hand_scores(g: Game) -> list[int]:
-    """RULES.md §1 scoring, written out again without the engine's helpers."""
+    """docs/rules.md §1 scoring, written out again without the engine's helpers."""
     values = PIP if g.rules.scoring == "pip" else FIVES
     low_ace = 1 if g.rules.scoring == "pip" else 5
     scores = [0] * g.rules.players
@@ -92,7 +92,7 @@ def check_invariants(g: Game, rng: random.Random) -> None:
         # over every action that could be legal (lay-offs of the cards the player holds).
         held = set(g.hand(g.turn))
         candidates = [a for a in candidate_actions(g) if a.kind != "layoff" or a.cards[0] in held]
-        assert [a for a in candidates if g._why_illegal(a) is None] == [
+        assert [a for a in candidates if g.why_illegal(a) is None] == [
             a for a in candidates if a in legal_set
         ]
     unlisted = [a for a in candidate_actions(g) if a not in legal_set]
@@ -151,7 +151,7 @@ def test_seeded_games_replay_identically(preset, players, seed):
 
 @pytest.mark.parametrize("preset", ["standard", "pagat", "nordic", "fives", "app"])
 def test_random_games_all_end(preset):
-    """Random games end (RULES.md §4 safeguards); the bench plays 1,000 per preset."""
+    """Random games end (docs/rules.md §4 safeguards); the bench plays 1,000 per preset."""
     rng = random.Random(preset)
     for seed in range(20):
         g = Game.new(Rules.preset(preset), seed=seed)
@@ -166,8 +166,7 @@ def test_random_games_all_end(preset):
 @settings(max_examples=300, deadline=None)
 @given(one=st.integers(0, 2**52 - 1), thin=st.integers(0, 2**52 - 1))
 def test_meld_templates_in_finds_exactly_the_templates_held(one, thin):
-    from rummy500_env.game import meld_templates_in
-    from rummy500_env.melds import MELD_MASKS
+    from rummy500_env.engine.melds import MELD_MASKS, meld_templates_in
 
     for hand in (one, one & thin):  # full and sparse hands
         assert meld_templates_in(hand) == [t for t, m in enumerate(MELD_MASKS) if hand & m == m]

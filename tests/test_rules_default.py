@@ -1,12 +1,12 @@
-"""RULES.md §1 (default rules) and §3 (fine print): one test per rule, named after it."""
+"""docs/rules.md §1 (default rules) and §3 (fine print): one test per rule, named after it."""
 
 from __future__ import annotations
 
 import pytest
 
 from rummy500_env import Game, IllegalActionError, Rules
-from rummy500_env.cards import parse_cards
-from rummy500_env.melds import meld_from_cards
+from rummy500_env.engine.cards import parse_cards
+from rummy500_env.engine.melds import meld_from_cards
 from tests.helpers import game, legal, play
 
 # --- cards and deal
@@ -120,7 +120,7 @@ def test_dig_that_cannot_be_satisfied_is_never_offered_and_is_rejected():
 
 
 def test_dig_buried_card_must_be_first_thing_put_down_not_after_making_room():
-    """RULES.md §3: laying another card off first to make room does not count."""
+    """docs/rules.md §3: laying another card off first to make room does not count."""
     # Table 5H 6H 7H takes 4H or 8H. Hand 8H; buried 9H could follow only after 8H is laid off.
     g = game(hands=["8H 2C", "2S 3S"], pile="9H KD", melds=[("5H 6H 7H", 1)])
     assert "dig 9H" not in legal(g)
@@ -397,6 +397,18 @@ def test_game_over_highest_total_wins_when_two_pass_500():
     g.apply("meld 5C 6C 7C")  # P0 480 + 18 = 498; P1 505 - 2 = 503
     assert g.totals == [498, 503]
     assert g.phase == "game_over" and g.winner == 1
+
+
+def test_next_hand_refused_after_game_over():
+    """Once the game is over no further hand is dealt: `next_hand()` raises, says why, and
+    leaves the final position as it was."""
+    g = game(hands=["5C 6C 7C", "2S"], pile="KD", phase="play", totals=[495, 480])
+    g.apply("meld 5C 6C 7C")
+    final = g.to_dict()
+    assert (final["phase"], g.winner) == ("game_over", 0)
+    with pytest.raises(IllegalActionError, match=r"phase is 'game_over' \(the game is over\)"):
+        g.next_hand()
+    assert g.to_dict() == final and g.totals == [513, 478]
 
 
 def test_tie_for_the_lead_at_the_target_plays_on():

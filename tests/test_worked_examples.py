@@ -1,4 +1,4 @@
-"""RULES.md §1 "Worked examples": each one played on the engine with exact numbers."""
+"""docs/rules.md §1 "Worked examples": each one played on the engine with exact numbers."""
 
 from __future__ import annotations
 

@@ -1,1 +1,5 @@
-"""Training and evaluation on top of rummy500_env (torch, sb3-contrib)."""
+"""Entry points for a checkout: ``python -m training.ppo`` and ``python -m training.evaluate``.
+
+The code lives in `rummy500_env.training` (installed with the package, so an installed wheel
+trains too: ``python -m rummy500_env.training.ppo``); this folder is not installed.
+"""

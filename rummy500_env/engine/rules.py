@@ -1,4 +1,4 @@
-"""`Rules`: every variant of RULES.md §2 and §4 as one frozen dataclass, with presets.
+"""`Rules`: every variant of docs/rules.md §2 and §4 as one frozen dataclass, with presets.
 
 Variants are fields, not subclasses, so any combination can be built and checked in one place
 (`__post_init__` raises `RulesError` naming the field, the value and what is allowed).
@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rummy500_env.errors import RulesError
+from rummy500_env.engine.errors import RulesError
 
 Scoring = Literal["pip", "fives"]
 StockOut = Literal["pile_only", "ends_hand", "pile_must_use"]
@@ -22,7 +22,7 @@ MIN_PLAYERS, MAX_PLAYERS = 2, 8
 
 @dataclass(frozen=True)
 class Rules:
-    """One playable rules configuration (RULES.md §2, §4). Defaults are the `standard` preset."""
+    """One playable rules configuration (docs/rules.md §2, §4); the defaults are `standard`."""
 
     players: int = 2
     """Number of players, 2 to 8."""
@@ -47,47 +47,44 @@ class Rules:
     rummy_calls: bool = False
     """Out-of-turn "Rummy!" calls on the pile (not implemented yet: raises `RulesError`)."""
     turn_limit: int | None = 200
-    """Turns in one hand after which it ends as if the stock were empty (RULES.md §4)."""
+    """Turns in one hand after which it ends as if the stock were empty (docs/rules.md §4)."""
     hand_limit: int | None = 100
-    """Hands in one game after which it stops, highest total winning (RULES.md §4)."""
+    """Hands in one game after which it stops, highest total winning (docs/rules.md §4)."""
 
     def __post_init__(self) -> None:
         _check_int("players", self.players, MIN_PLAYERS, MAX_PLAYERS)
         if self.decks is not None and (type(self.decks) is not int or self.decks not in (1, 2)):
             raise RulesError(f"decks={self.decks!r} is not allowed: use 1, 2 or None (auto)")
         if self.hand_size is not None:
-            _check_int("hand_size", self.hand_size, 1, None)
-            deck = 52 * self.deck_count
-            if self.players * self.hand_size + 1 > deck:
-                most = (deck - 1) // self.players
-                raise RulesError(
-                    f"hand_size={self.hand_size} with players={self.players} and "
-                    f"decks={self.deck_count} leaves no card for the pile: "
-                    f"{self.players}x{self.hand_size}+1 > {deck} cards; allowed: 1..{most}"
-                )
-        if self.scoring not in SCORINGS:
-            raise RulesError(f"scoring={self.scoring!r} is not allowed: use one of {SCORINGS}")
-        if self.stock_out not in STOCK_OUTS:
-            raise RulesError(
-                f"stock_out={self.stock_out!r} is not allowed: use one of {STOCK_OUTS}"
-            )
+            self._check_hand_size()
+        _check_choice("scoring", self.scoring, SCORINGS)
+        _check_choice("stock_out", self.stock_out, STOCK_OUTS)
         for name in ("discard_to_go_out", "top_card_must_meld", "winner_must_go_out"):
-            if type(getattr(self, name)) is not bool:
-                raise RulesError(
-                    f"{name}={getattr(self, name)!r} is not allowed: use True or False"
-                )
+            _check_choice(name, getattr(self, name), (True, False))
         _check_int("target", self.target, 1, None)
-        if self.jokers not in (0, 2) or type(self.jokers) is not int:
-            raise RulesError(f"jokers={self.jokers!r} is not allowed: use 0 or 2")
-        if self.jokers:
-            raise RulesError("jokers=2 is not supported by this engine yet: use jokers=0")
-        if type(self.rummy_calls) is not bool:
-            raise RulesError(f"rummy_calls={self.rummy_calls!r} is not allowed: use True or False")
-        if self.rummy_calls:
-            raise RulesError("rummy_calls=True is not supported by this engine yet: use False")
+        _check_choice("jokers", self.jokers, (0, 2))
+        _check_choice("rummy_calls", self.rummy_calls, (True, False))
+        if self.jokers or self.rummy_calls:  # docs/rules.md §5
+            field = f"jokers={self.jokers}" if self.jokers else "rummy_calls=True"
+            raise RulesError(
+                f"{field} is not supported by this engine yet (docs/rules.md §5): use "
+                "jokers=0 and rummy_calls=False"
+            )
         for name in ("turn_limit", "hand_limit"):
             if getattr(self, name) is not None:
                 _check_int(name, getattr(self, name), 1, None, none_ok=True)
+
+    def _check_hand_size(self) -> None:
+        """A hand size must leave at least one card for the pile (docs/rules.md §2)."""
+        _check_int("hand_size", self.hand_size, 1, None)
+        deck = 52 * self.deck_count
+        if self.players * self.cards_per_hand + 1 > deck:
+            most = (deck - 1) // self.players
+            raise RulesError(
+                f"hand_size={self.hand_size} with players={self.players} and "
+                f"decks={self.deck_count} leaves no card for the pile: "
+                f"{self.players}x{self.hand_size}+1 > {deck} cards; allowed: 1..{most}"
+            )
 
     @property
     def deck_count(self) -> int:
@@ -110,7 +107,7 @@ class Rules:
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> Rules:
-        """A named bundle of fields (RULES.md §2), with any field overridden.
+        """A named bundle of fields (docs/rules.md §2), with any field overridden.
 
         >>> Rules.preset("nordic", players=4).stock_out
         'ends_hand'
@@ -155,6 +152,13 @@ class Rules:
         return None
 
 
+def _check_choice(name: str, value: object, allowed: tuple[object, ...]) -> None:
+    """`value` is one of `allowed`, with its exact type (so True is not the int 1)."""
+    if not any(value == a and type(value) is type(a) for a in allowed):
+        use = " or ".join(repr(a) for a in allowed)
+        raise RulesError(f"{name}={value!r} is not allowed: use {use}")
+
+
 def _check_int(name: str, value: object, low: int, high: int | None, none_ok: bool = False) -> None:
     allowed = f"{low}..{high}" if high is not None else f">= {low}"
     if none_ok:
@@ -170,5 +174,5 @@ PRESETS: dict[str, dict[str, Any]] = {
     "fives": {"scoring": "fives"},
     "app": {"stock_out": "pile_must_use"},
 }
-"""RULES.md §2 presets as field overrides of the defaults. `pagat` equals `standard` for two
+"""docs/rules.md §2 presets as field overrides of the defaults. `pagat` equals `standard` for two
 players; it differs in being meant for 2-8 players with its house-rule fields switched on."""

@@ -1,7 +1,7 @@
 """PettingZoo AEC environment for Rummy 500.
 
 ==================  ==============================================================
-Import              ``from rummy500_env import env, raw_env``
+Import              ``from rummy500_env import env, raw_env`` (or ``rummy500_v0``)
 Actions             Discrete(N), N = 310 + deck size − players (360 for standard)
 Parallel API        no (a turn is several steps by the same agent)
 Manual control      no
@@ -36,11 +36,11 @@ Rewards
     the mean of the others' hand scores, divided by 100. Both are zero-sum.
 
 Episode end
-    ``episode="game"`` (default) plays hands until a player wins (RULES.md §1); hands are dealt
+    ``episode="game"`` (default) plays hands until a player wins (docs/rules.md §1); hands are dealt
     automatically, and when one ends every agent's ``info`` holds ``hand_scores``, ``totals``
     and ``went_out`` (absolute seat order). Reaching ``hand_limit`` without a winner is a
     truncation. ``episode="hand"`` ends after one hand (a termination). A hand cut short by
-    ``turn_limit`` is a normal hand end (RULES.md §4).
+    ``turn_limit`` is a normal hand end (docs/rules.md §4).
 
 Arguments
     ``rules``: preset name, dict of `Rules` fields, or `Rules` (default ``"standard"``);
@@ -49,6 +49,13 @@ Arguments
     ``reset(seed=s)`` is deterministic; ``reset(options={"position": d})`` starts from any
     position dict of the engine (its rules must equal the env's).
 
+Errors
+    The bare env raises `IllegalActionError` for an illegal action, naming the rule. ``env()``
+    follows PettingZoo's classic envs: an action outside the mask ends the game with −1 for
+    its player; an action that is no action id at all (wrong type, out of range, None for a
+    live agent) raises `IllegalActionError` saying what is allowed; so does stepping after
+    every agent is done, or using the env before ``reset()``.
+
 Version History
     v0: first release.
 """
@@ -56,8 +63,7 @@ Version History
 from __future__ import annotations
 
 import random
-import sys
-import types
+import warnings
 from typing import Any
 
 import gymnasium
@@ -67,25 +73,44 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from rummy500_env.actions import ActionCodec
-from rummy500_env.errors import IllegalActionError, InvalidPositionError, Rummy500Error
-from rummy500_env.game import Game
-from rummy500_env.observation import ObservationEncoder
-from rummy500_env.render import render
-from rummy500_env.rules import Rules
+from rummy500_env.engine.errors import IllegalActionError, InvalidPositionError, Rummy500Error
+from rummy500_env.engine.game import Game
+from rummy500_env.engine.render import render
+from rummy500_env.engine.rules import Rules
+from rummy500_env.observation_incremental import IncrementalEncoder
 
 EPISODES = ("game", "hand")
 REWARDS = ("win", "score")
+RESET_OPTIONS = ("position",)
+
+
+def raw_env(**kwargs: Any) -> Rummy500Env:
+    """The bare AEC env (see the module docstring); keyword arguments as `Rummy500Env`."""
+    return Rummy500Env(**kwargs)
 
 
 def env(**kwargs: Any) -> AECEnv:
-    """The AEC env with PettingZoo's classic wrappers: an illegal action ends the game with
-    −1 for the player who made it (TerminateIllegal), out-of-range ids assert, and the call
-    order is enforced."""
+    """The AEC env with PettingZoo's classic wrappers: an action outside the mask ends the
+    game with −1 for the player who made it (TerminateIllegal), an action that is no action id
+    raises a clear error (`ActionIdCheck`), and the call order is enforced."""
     e: AECEnv = raw_env(**kwargs)
     e = wrappers.TerminateIllegalWrapper(e, illegal_reward=-1)
-    e = wrappers.AssertOutOfBoundsWrapper(e)
+    e = ActionIdCheck(e)
     e = wrappers.OrderEnforcingWrapper(e)
     return e
+
+
+class ActionIdCheck(wrappers.BaseWrapper):  # type: ignore[misc]  # pettingzoo is untyped
+    """PettingZoo's AssertOutOfBounds, with errors that say what was wrong and what is
+    allowed (an `assert` says neither, and vanishes under ``python -O``)."""
+
+    def step(self, action: Any) -> None:
+        base: Rummy500Env = self.env.unwrapped
+        base.check_action_id(action)
+        super().step(action)
+
+    def __str__(self) -> str:
+        return str(self.env)
 
 
 class ActionSpace(gymnasium.spaces.Discrete):
@@ -106,8 +131,15 @@ class ActionSpace(gymnasium.spaces.Discrete):
         return super().contains(x)
 
 
-class raw_env(AECEnv, EzPickle):
-    """The bare AEC env: an illegal action raises `IllegalActionError` (see module docstring)."""
+class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is untyped
+    """The bare AEC env: an illegal action raises `IllegalActionError` (see module docstring).
+
+    Args:
+        rules: preset name, dict of `Rules` fields, or `Rules`.
+        episode: ``"game"`` or ``"hand"``.
+        reward: ``"win"``, ``"score"`` or None (the episode's default).
+        render_mode: None, ``"ansi"`` or ``"human"``.
+    """
 
     metadata = {  # noqa: RUF012 - the PettingZoo convention
         "name": "rummy500_v0",
@@ -130,7 +162,7 @@ class raw_env(AECEnv, EzPickle):
         reward = reward or ("win" if episode == "game" else "score")
         if reward not in REWARDS:
             raise Rummy500Error(f"reward={reward!r} is not allowed: use one of {REWARDS} or None")
-        if render_mode not in (None, *self.metadata["render_modes"]):
+        if render_mode not in (None, "ansi", "human"):
             raise Rummy500Error(
                 f"render_mode={render_mode!r} is not allowed: use None, 'ansi' or 'human'"
             )
@@ -140,7 +172,7 @@ class raw_env(AECEnv, EzPickle):
         self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
         self.codec = ActionCodec(self.rules)
         self._n_actions = self.codec.size
-        self.encoder = ObservationEncoder(self.rules)
+        self.encoder = IncrementalEncoder(self.rules)
         obs_space = gymnasium.spaces.Dict(
             {
                 "observation": gymnasium.spaces.Box(-2.0, 2.0, (self.encoder.size,), np.float32),
@@ -154,17 +186,31 @@ class raw_env(AECEnv, EzPickle):
         self._legal: list[int] | None = None
         self._obs_cache: dict[int, dict[str, np.ndarray]] = {}
 
-    def observation_space(self, agent: str) -> gymnasium.spaces.Space:
+    def observation_space(self, agent: str) -> gymnasium.spaces.Dict:
         return self.observation_spaces[agent]
 
-    def action_space(self, agent: str) -> gymnasium.spaces.Space:
+    def action_space(self, agent: str) -> ActionSpace:
         return self.action_spaces[agent]
 
     # --- episode control -----------------------------------------------------------------
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Deal a new game (or hand); ``seed`` makes it replay exactly, ``options={"position":
+        d}`` starts from an engine position dict (its rules must equal the env's)."""
         if seed is not None:
-            self._seeder = random.Random(seed)
+            if type(seed) is not int and not isinstance(seed, np.integer):
+                raise Rummy500Error(f"seed must be an int or None, got {seed!r}")
+            self._seeder = random.Random(int(seed))
+        if options is not None and not isinstance(options, dict):
+            raise Rummy500Error(
+                f"options must be a dict (allowed keys: {RESET_OPTIONS}) or None, got {options!r}"
+            )
+        unknown = sorted(set(options or {}) - set(RESET_OPTIONS), key=str)
+        if unknown:  # a warning, not an error: PettingZoo's api_test passes {"options": 1}
+            warnings.warn(
+                f"reset ignores the unknown option(s) {unknown}; it reads: {RESET_OPTIONS}",
+                stacklevel=2,
+            )
         position = (options or {}).get("position")
         if position is None:
             self.game = Game.new(self.rules, seed=self._seeder.getrandbits(63))
@@ -203,18 +249,20 @@ class raw_env(AECEnv, EzPickle):
     # --- observation -----------------------------------------------------------------------
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        seat = self.agent_name_mapping[agent]
+        game = self._require_game()
+        seat = self.agent_name_mapping.get(agent)
+        if seat is None:
+            raise Rummy500Error(f"unknown agent {agent!r}; agents are {self.possible_agents}")
         cached = self._obs_cache.get(seat)
         if cached is not None:
             return cached
-        game = self._require_game()
         mask = bytearray(self._n_actions)  # filled byte by byte: cheaper than numpy indexing
         if agent == self.agent_selection and not (
             self.terminations[agent] or self.truncations[agent]
         ):
             for i in self._legal if self._legal is not None else self.legal_ids():
                 mask[i] = 1
-        out = {
+        out: dict[str, np.ndarray] = {
             "observation": self.encoder.encode_update(game, seat),
             "action_mask": np.frombuffer(mask, np.int8),
         }
@@ -232,18 +280,56 @@ class raw_env(AECEnv, EzPickle):
             raise Rummy500Error("call reset() before using the env")
         return self.game
 
+    def check_action_id(self, action: Any) -> None:
+        """Raise `IllegalActionError` unless `action` is an action id (an int 0..N-1) or None
+        for an agent that is done; says what is allowed. Whether the id is legal now is the
+        mask's to say."""
+        self._require_game()
+        if not self.agents:
+            raise IllegalActionError("every agent is done: the episode is over; call reset()")
+        agent = self.agent_selection
+        done = self.terminations[agent] or self.truncations[agent]
+        if action is None:
+            if not done:
+                raise IllegalActionError(
+                    f"{agent} is to act: step(None) is only for an agent that is done; give an "
+                    f"action id 0..{self._n_actions - 1} where the action mask is 1"
+                )
+            return
+        if (type(action) is not int and not isinstance(action, np.integer)) or isinstance(
+            action, bool
+        ):
+            hint = (
+                f"; for notation use env.unwrapped.str_to_action({action!r})"
+                if isinstance(action, str)
+                else ""
+            )
+            raise IllegalActionError(
+                f"an action must be an int id 0..{self._n_actions - 1}, got {action!r} "
+                f"({type(action).__name__}){hint}"
+            )
+        if not 0 <= action < self._n_actions:
+            raise IllegalActionError(
+                f"action id {action} is out of range: ids are 0..{self._n_actions - 1} "
+                f"(rules: {self.rules.preset_name() or self.rules})"
+            )
+
     # --- stepping ----------------------------------------------------------------------------
 
     def step(self, action: int | None) -> None:
+        game = self._require_game()
+        if not self.agents:
+            raise IllegalActionError("every agent is done: the episode is over; call reset()")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        game = self._require_game()
         legal = self._legal if self._legal is not None else self.legal_ids()
         if action not in legal:
+            self.check_action_id(action)
+            assert action is not None  # check_action_id refuses None for a live agent
             engine_action = self.codec.decode(game, action)  # raises for ids that name nothing
-            why = game._why_illegal(engine_action) or "its id is not in the action mask"
+            why = game.why_illegal(engine_action) or "its id is not in the action mask"
             raise IllegalActionError(
                 f"{agent}: action {action} ({engine_action}) is illegal: {why}"
             )
@@ -253,7 +339,7 @@ class raw_env(AECEnv, EzPickle):
             for a in self.agents:
                 self.infos[a] = {}
         self._cumulative_rewards[agent] = 0.0
-        game._play(self.codec.decode(game, action))  # legal: it is in the mask
+        game.play_unchecked(self.codec.decode(game, action))  # legal: it is in the mask
         if game.phase not in ("draw", "play"):
             self._hand_over(game)
             self._accumulate_rewards()
@@ -309,7 +395,7 @@ class raw_env(AECEnv, EzPickle):
         if self.render_mode is None:
             gymnasium.logger.warn("render() called without a render_mode; use 'ansi' or 'human'")
             return None
-        text = render(self._require_game())
+        text = render(self._require_game().position())
         if self.render_mode == "human":
             print(text, end="\n\n")
             return None
@@ -317,15 +403,3 @@ class raw_env(AECEnv, EzPickle):
 
     def close(self) -> None:
         pass
-
-
-class _CallableModule(types.ModuleType):
-    """DESIGN.md asks for both a module `rummy500_env/env.py` and a function
-    `rummy500_env.env(...)`; the import system binds the package attribute `env` to the module,
-    so the module itself forwards calls to `env()`."""
-
-    def __call__(self, **kwargs: Any) -> AECEnv:
-        return env(**kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -1,7 +1,7 @@
 """Meld shapes, the 100 three-card meld templates, lay-off fit, and card values.
 
 A run is described by its suit and the ordinals of its ends, where an ordinal is the card's
-position in a run: ace low = 1, 2..K = 2..13, ace high = 14 (RULES.md §1 "Melds": an ace is
+position in a run: ace low = 1, 2..K = 2..13, ace high = 14 (docs/rules.md §1 "Melds": an ace is
 low or high, never both, and runs never wrap). A set is described by its rank and the mask of
 suits it holds. `Meld` values are immutable; a lay-off builds a new one.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 import itertools
 from typing import NamedTuple
 
-from rummy500_env.cards import Card, card_str, make_card, rank_of, suit_of
+from rummy500_env.engine.cards import Card, card_str, make_card, rank_of, suit_of
 
 ACE = 0  # rank index of the ace
-FULL_RUN = 13  # a run of all thirteen ranks; its ace scores high (RULES.md §1 scoring)
+FULL_RUN = 13  # a run of all thirteen ranks; its ace scores high (docs/rules.md §1 scoring)
 
 
 class Meld(NamedTuple):
@@ -169,7 +169,7 @@ def template_index(cards: tuple[Card, ...] | list[Card]) -> int | None:
 _TEMPLATE_BY_MASK = {m: i for i, m in enumerate(MELD_MASKS)}
 
 
-# --- card values (RULES.md §1 scoring table, §2 `scoring`)
+# --- card values (docs/rules.md §1 scoring table, §2 `scoring`)
 
 PIP_HAND = tuple(15 if r == ACE else min(r + 1, 10) for r in range(13))
 FIVES_HAND = tuple(15 if r == ACE else (5 if r < 9 else 10) for r in range(13))
@@ -192,4 +192,72 @@ def meld_value(meld: Meld, scoring: str) -> list[int]:
             out.append(low_ace)
         else:
             out.append(per_rank[r])
+    return out
+
+
+# --- finding melds in a hand (bit arithmetic on the suit fields of `cards`)
+
+_SUIT_FIELD = 0x1FFF  # one suit's 13-bit field of a card mask
+_RUN_STARTS = sum(0x7FF << 13 * s for s in range(4))  # a run can start at A..J of a suit
+_QUEENS = sum(1 << 13 * s + 11 for s in range(4))  # ...or at its queen, ending with the ace
+_RUN_AT = tuple(52 + 12 * (pos // 13) + pos % 13 for pos in range(52))
+"""Template index of the three-card run starting at card `pos` (Q-K-A starts at the queen)."""
+
+RANK_MATES: tuple[int, ...] = tuple(
+    sum(1 << (c % 13 + 13 * s) for s in range(4)) & ~(1 << c) for c in range(52)
+)
+"""For each card, the mask of the other three cards of its rank (a set needs two of them)."""
+MELD_PARTNERS: tuple[tuple[int, ...], ...] = tuple(
+    tuple(MELD_MASKS[t] & ~(1 << card) for t in MELDS_WITH[card]) for card in range(52)
+)
+"""For each card, masks of the two other cards that complete a three-card meld with it."""
+RUN_PARTNERS: tuple[tuple[int, ...], ...] = tuple(
+    tuple(pair for pair in MELD_PARTNERS[c] if not pair & RANK_MATES[c]) for c in range(52)
+)
+"""For each card, the pairs of `MELD_PARTNERS` that make a run with it."""
+
+
+def starts_a_meld(card: Card, held: int) -> bool:
+    """Whether `card` makes a three-card meld with two cards of the mask `held`."""
+    mates = held & RANK_MATES[card]
+    if mates & (mates - 1):  # two more of its rank: a set
+        return True
+    for pair in RUN_PARTNERS[card]:  # a loop, not any(): this runs for every buried card
+        if held & pair == pair:
+            return True
+    return False
+
+
+def meld_templates_in(held: int) -> list[int]:
+    """Indices (in `MELD_TEMPLATES` order) of every three-card meld within the mask `held`.
+
+    Bit arithmetic instead of testing all 100 templates: a rank held in three of the four
+    13-bit suit fields is a set; a card whose two successors are held starts a run.
+
+    >>> from rummy500_env.engine.cards import parse_cards
+    >>> [MELD_TEMPLATES[t] == tuple(parse_cards("9C 9D 9H")) for t in meld_templates_in(
+    ...     sum(1 << c for c in parse_cards("9C 9D 9H 4S")))]
+    [True]
+    """
+    f = _SUIT_FIELD
+    f0, f1, f2, f3 = held & f, held >> 13 & f, held >> 26 & f, held >> 39 & f
+    out: list[int] = []
+    three = (f0 & f1 & (f2 | f3)) | ((f0 | f1) & f2 & f3)
+    while three:
+        low = three & -three
+        r = low.bit_length() - 1
+        three ^= low
+        b = 1 << r
+        missing = [s for s, field in enumerate((f0, f1, f2, f3)) if not field & b]
+        if missing:
+            out.append(4 * r + 3 - missing[0])  # sets leave out S, H, D, C in that order
+        else:
+            out += (4 * r, 4 * r + 1, 4 * r + 2, 4 * r + 3)
+    starts = (held & held >> 1 & held >> 2 & _RUN_STARTS) | (
+        held & held >> 1 & held << 11 & _QUEENS
+    )
+    while starts:
+        low = starts & -starts
+        out.append(_RUN_AT[low.bit_length() - 1])
+        starts ^= low
     return out

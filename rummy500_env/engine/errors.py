@@ -1,4 +1,4 @@
-"""The package's exceptions: one base class and four kinds of bad input (DESIGN.md).
+"""The package's exceptions: one base class and four kinds of bad input.
 
 All derive from `ValueError`, as python-chess's do, so callers that already catch
 `ValueError` around user input keep working.

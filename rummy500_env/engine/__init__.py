@@ -1,0 +1,34 @@
+"""The Rummy 500 rules engine: standard library only, readable next to docs/rules.md.
+
+Layers, each importing only those above it: `errors`, `cards` → `rules` → `melds` →
+`scoring`, `notation` → `positions` → `render` → `game`.
+"""
+
+from rummy500_env.engine.cards import card_str, parse_card, parse_cards
+from rummy500_env.engine.errors import (
+    ActionParseError,
+    IllegalActionError,
+    InvalidPositionError,
+    RulesError,
+    Rummy500Error,
+)
+from rummy500_env.engine.game import Game
+from rummy500_env.engine.notation import Action
+from rummy500_env.engine.positions import Position
+from rummy500_env.engine.rules import PRESETS, Rules
+
+__all__ = [
+    "PRESETS",
+    "Action",
+    "ActionParseError",
+    "Game",
+    "IllegalActionError",
+    "InvalidPositionError",
+    "Position",
+    "Rules",
+    "RulesError",
+    "Rummy500Error",
+    "card_str",
+    "parse_card",
+    "parse_cards",
+]

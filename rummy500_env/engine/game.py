@@ -1,0 +1,777 @@
+"""`Game`: a mutable position of Rummy 500, what is legal in it, and how an action moves it on.
+
+Everything here follows docs/rules.md; comments cite its sections. Each rule is one predicate
+(the "rules" section of `Game`) that both the move generator (`legal_actions`, and its parts
+`draw_options` / `play_options`) and the explanation of a rejection (`why_illegal`) call, so
+the two can never disagree. Applying an action dispatches on its kind, one method per kind.
+
+Speed comes from the representation: cards are ints, a hand is a pair of bitmasks (see
+`cards`), the 100 three-card meld shapes are precomputed masks (see `melds`), and the legal
+set is cached per position.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from rummy500_env.engine import positions
+from rummy500_env.engine.cards import (
+    ALL_CARDS_MASK,
+    NUM_CARDS,
+    Card,
+    card_str,
+    cards_str,
+    gather,
+    mask_of,
+    multiset_add,
+    multiset_cards,
+    multiset_of,
+    multiset_remove,
+)
+from rummy500_env.engine.errors import ActionParseError, IllegalActionError
+from rummy500_env.engine.melds import (
+    MELD_MASKS,
+    Meld,
+    lay_off,
+    meld_from_cards,
+    meld_templates_in,
+    starts_a_meld,
+)
+from rummy500_env.engine.notation import (
+    ACTION_KINDS,
+    DECLINE,
+    DIG_ACTIONS,
+    DISCARD_TABLES,
+    DRAW,
+    DRAW_KINDS,
+    TAKE,
+    TEMPLATE_ACTIONS,
+    Action,
+    layoff_action,
+)
+from rummy500_env.engine.positions import Phase, Position
+from rummy500_env.engine.render import render
+from rummy500_env.engine.rules import Rules
+from rummy500_env.engine.scoring import game_winner, hand_scores, table_points
+
+Dig = tuple[int, Card, int]
+"""A legal dig in parts: (depth below the top card, the buried card, which copy: 1 or 2)."""
+DrawOptions = tuple[bool, bool, list[Dig], bool]
+PlayOptions = tuple[list[int], list[tuple[Card, int]], int]
+
+
+class Game:
+    """A position of Rummy 500 and the rules that move it on (docs/rules.md).
+
+    Mutable: `apply` changes the position in place; `copy` is cheap. Create with `Game.new`
+    (a shuffled deal), `Game.from_dict` (any position as a dict) or `Game.from_position`.
+
+    >>> g = Game.new(Rules(), seed=7)
+    >>> g.phase, g.current_player, str(g.legal_actions()[0])
+    ('draw', 0, 'draw')
+    """
+
+    __slots__ = (
+        "_fits_memo",
+        "_legal",
+        "_legal_set",
+        "_scores",
+        "count",
+        "dealer",
+        "hands_played",
+        "known_one",
+        "known_two",
+        "melds",
+        "must_play",
+        "one",
+        "phase",
+        "pile",
+        "rules",
+        "seed",
+        "stock",
+        "taken_top",
+        "totals_before",
+        "turn",
+        "turns",
+        "two",
+    )
+
+    def __init__(self, rules: Rules, seed: int) -> None:
+        """An empty, undealt table: use `Game.new`, `Game.from_dict` or `Game.from_position`."""
+        self.rules = rules
+        self.seed = seed
+        n = rules.players
+        self.dealer = n - 1
+        self.turn = 0
+        self.phase: Phase = "draw"
+        # Hands as multisets (see `cards`): `one` has each card held, `two` each card held twice.
+        self.one = [0] * n
+        self.two = [0] * n
+        self.count = [0] * n
+        self.known_one = [0] * n
+        self.known_two = [0] * n
+        self.stock: list[Card] = []  # internal order: the top (drawn next) is the last item
+        self.pile: list[Card] = []  # bottom first, top last
+        self.melds: list[Meld] = []
+        self.totals_before = [0] * n
+        self.taken_top: Card | None = None
+        self.must_play: Card | None = None
+        self.turns = 0
+        self.hands_played = 0
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop the caches derived from the position (after any change to it)."""
+        self._legal: list[Action] | None = None
+        self._legal_set: set[Action] | None = None
+        self._fits_memo: tuple[list[Meld], int] | None = None
+        self._scores: list[int] | None = None  # the final hand scores, once the hand is over
+
+    # --- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def new(
+        cls, rules: Rules | str | dict[str, Any] | None = None, seed: int | None = None
+    ) -> Game:
+        """A new game with the first hand dealt. The same rules and seed replay identically.
+
+        The first dealer is the last player, so player 0 acts first (docs/rules.md §1: the
+        player after the dealer leads). With ``seed=None`` a random seed is drawn and kept in
+        `to_dict`, so any game can be replayed.
+        """
+        rules = Rules.coerce(rules)
+        if seed is None:
+            seed = random.SystemRandom().randrange(2**63)
+        elif type(seed) is not int:
+            raise TypeError(f"seed must be an int or None, not {seed!r}")
+        g = cls(rules, seed)
+        g._deal()
+        return g
+
+    @classmethod
+    def from_dict(cls, position: dict[str, Any]) -> Game:
+        """Set up any position; raises `InvalidPositionError` listing every problem found."""
+        return cls._build(positions.from_dict(position))
+
+    @classmethod
+    def from_position(cls, position: Position) -> Game:
+        """Set up a position given in engine terms, after checking it as `from_dict` does
+        (`InvalidPositionError` lists every problem). Bots that sample hidden cards build
+        their worlds this way."""
+        return cls._build(positions.check(position))
+
+    @classmethod
+    def _build(cls, p: Position) -> Game:
+        g = cls(p.rules, p.seed)
+        for q, hand in enumerate(p.hands):
+            g.one[q], g.two[q] = multiset_of(hand)
+            g.count[q] = len(hand)
+            g.known_one[q], g.known_two[q] = multiset_of(p.known_cards(q))
+        g.stock = list(p.stock[::-1])
+        g.pile = list(p.pile)
+        g.melds = list(p.melds)
+        g.dealer, g.turn, g.phase = p.dealer, p.turn, p.phase
+        g.totals_before = p.totals_before()
+        g.taken_top, g.must_play = p.taken_top, p.must_play
+        g.turns, g.hands_played = p.turns, p.hands_played
+        return g
+
+    def position(self) -> Position:
+        """The position in engine terms (see `positions.Position`)."""
+        n = self.rules.players
+        return Position(
+            rules=self.rules,
+            hands=tuple(tuple(self.hand(q)) for q in range(n)),
+            stock=tuple(self.stock[::-1]),
+            pile=tuple(self.pile),
+            melds=tuple(self.melds),
+            known=tuple(tuple(self.known(q)) for q in range(n)),
+            dealer=self.dealer,
+            turn=self.turn,
+            phase=self.phase,
+            totals=tuple(self.totals_before),
+            taken_top=self.taken_top,
+            must_play=self.must_play,
+            turns=self.turns,
+            hands_played=self.hands_played,
+            seed=self.seed,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The position as a JSON-compatible dict (docs/rules.md §7); `from_dict` restores it."""
+        return positions.to_dict(self.position())
+
+    def copy(self) -> Game:
+        """An independent copy of this position: every list is copied, everything else is
+        immutable (ints, tuples, `Meld`s, `Rules`) and shared."""
+        g = Game.__new__(Game)
+        for name in Game.__slots__:
+            value = getattr(self, name)
+            setattr(g, name, value[:] if type(value) is list else value)
+        return g
+
+    def _deal(self) -> None:
+        """Shuffle and deal a hand (docs/rules.md §1 "Cards and deal"); the deal is seeded by
+        the game seed and the hand number, so `next_hand` after `from_dict` replays too."""
+        r, n = self.rules, self.rules.players
+        deck = list(range(NUM_CARDS)) * r.deck_count
+        random.Random(f"rummy500/{self.seed}/{self.hands_played}").shuffle(deck)
+        size = r.cards_per_hand
+        for p in range(n):
+            self.one[p] = self.two[p] = self.known_one[p] = self.known_two[p] = 0
+            self.count[p] = size
+        for i in range(size * n):
+            p = (self.dealer + 1 + i) % n
+            self.one[p], self.two[p] = multiset_add(self.one[p], self.two[p], deck[i])
+        self.pile = [deck[size * n]]
+        self.stock = deck[size * n + 1 :][::-1]
+        self.melds = []
+        self.turn = (self.dealer + 1) % n
+        self.phase = "draw"
+        self.taken_top = self.must_play = None
+        self.turns = 0
+        self._forget()
+        self._start_turn()
+
+    def next_hand(self) -> None:
+        """Deal the next hand after a hand is over: totals carry on, the dealer rotates."""
+        if self.phase != "hand_over":
+            raise IllegalActionError(
+                f"next_hand() is only allowed when the hand is over; phase is {self.phase!r}"
+                + (" (the game is over)" if self.phase == "game_over" else "")
+            )
+        self.totals_before = self.totals
+        self.dealer = (self.dealer + 1) % self.rules.players
+        self._deal()
+
+    # --- reading the position ----------------------------------------------------------------
+
+    @property
+    def current_player(self) -> int:
+        """The player to act (after a hand ends: the player who acted last)."""
+        return self.turn
+
+    @property
+    def players(self) -> int:
+        """Number of players."""
+        return self.rules.players
+
+    def hand(self, player: int) -> list[Card]:
+        """A player's cards, ascending (a card held twice appears twice)."""
+        return multiset_cards(self.one[player], self.two[player])
+
+    def known(self, player: int) -> list[Card]:
+        """Cards a player is known to hold: taken from the pile in view and not played since."""
+        return multiset_cards(self.known_one[player], self.known_two[player])
+
+    @property
+    def stock_cards(self) -> list[Card]:
+        """The stock, top (next drawn) first."""
+        return self.stock[::-1]
+
+    def hand_scores(self) -> list[int]:
+        """Per player: table value of the cards they put down − value of their hand
+        (docs/rules.md §1 scoring), read from the table as it is now; final once the hand is
+        over."""
+        if self._scores is not None:
+            return self._scores[:]
+        n = self.rules.players
+        scores = hand_scores(self.rules, self.melds, [self.hand(p) for p in range(n)])
+        if self.is_hand_over:  # nothing moves until the next deal
+            self._scores = scores[:]
+        return scores
+
+    def table_points(self) -> list[int]:
+        """Per player: the value of the cards they have on the table now."""
+        return table_points(self.rules, self.melds)
+
+    @property
+    def totals(self) -> list[int]:
+        """Running totals; once the hand is over they include its scores."""
+        if self.is_hand_over:
+            return [t + s for t, s in zip(self.totals_before, self.hand_scores(), strict=True)]
+        return self.totals_before[:]
+
+    @property
+    def went_out(self) -> int | None:
+        """The player whose hand is empty (who went out), if any."""
+        return next((p for p in range(self.rules.players) if self.count[p] == 0), None)
+
+    @property
+    def winner(self) -> int | None:
+        """The winner once the game is over (None before, and for a draw at `hand_limit`)."""
+        if self.phase != "game_over":
+            return None
+        return game_winner(self.rules, self.totals, self.went_out, limit_reached=True)
+
+    @property
+    def is_hand_over(self) -> bool:
+        """True once the hand has ended (phase hand_over or game_over)."""
+        return self.phase in ("hand_over", "game_over")
+
+    @property
+    def truncated(self) -> bool:
+        """True when the game ended by `hand_limit` rather than by the target (§4)."""
+        return (
+            self.phase == "game_over"
+            and game_winner(self.rules, self.totals, self.went_out, limit_reached=False) is None
+        )
+
+    @property
+    def top_take_obligated(self) -> bool:
+        """Taking the top card carries the dig obligation now (docs/rules.md §2
+        `top_card_must_meld`, and `pile_must_use` once the stock is empty)."""
+        r = self.rules
+        return r.top_card_must_meld or (not self.stock and r.stock_out == "pile_must_use")
+
+    # --- the rules: each one predicate, used by the generator and by `why_illegal` ------------
+
+    def _keeps_a_card(self, played: int) -> bool:
+        """Putting down `played` cards leaves one to discard, or need not (§2
+        `discard_to_go_out`: the last card must be a discard)."""
+        return not self.rules.discard_to_go_out or self.count[self.turn] > played
+
+    def _can_put_down(self, card: Card, held: int, size: int) -> bool:
+        """`card` can be the first thing put down from a hand holding the cards of the mask
+        `held` (`size` cards in all): in a new meld, or laid off on a table meld (§3, first
+        fine print). With `discard_to_go_out` it must go down without emptying the hand."""
+        dtgo = self.rules.discard_to_go_out
+        if (not dtgo or size > 3) and starts_a_meld(card, held):
+            return True
+        return (not dtgo or size > 1) and self._table_fits() >> card & 1 == 1
+
+    def _may_take_top(self) -> bool:
+        """The top card may be taken: always, unless the take carries the dig obligation and
+        the card could not go down at once (§1 draw, §2 `top_card_must_meld`, `pile_must_use`)."""
+        top, p = self.pile[-1], self.turn
+        return not self.top_take_obligated or self._can_put_down(
+            top, self.one[p] | 1 << top, self.count[p] + 1
+        )
+
+    def _owed(self) -> int:
+        """The mask of cards of which every meld must hold one and every lay-off must be:
+        the buried card while a dig obligation is open (§1 dig, §3), else every card."""
+        b = self.must_play
+        return ALL_CARDS_MASK if b is None else 1 << b
+
+    def _may_dig(self, depth: int) -> bool:
+        """The card `depth` below the top may be dug: it can be put down once it and every
+        card above it join the hand (§1 dig)."""
+        p, taken = self.turn, self.pile[-1 - depth :]
+        held = self.one[p]
+        for c in taken:
+            held |= 1 << c
+        return self._can_put_down(taken[0], held, self.count[p] + len(taken))
+
+    def _discardable(self) -> int:
+        """The mask of the cards that may be discarded now (§1 turn, §3): none while a dig
+        obligation is open; not the card taken from the top, unless it is the last card, or,
+        with two decks, only its copies are left (our clarification: otherwise a player holding
+        both copies would have no legal action)."""
+        if self.must_play is not None:
+            return 0
+        held, tt = self.one[self.turn], self.taken_top
+        if tt is not None and held != 1 << tt:
+            held &= ~(1 << tt)
+        return held
+
+    def _table_fits(self) -> int:
+        """Mask of the cards that some table meld takes (memoised while the melds stay)."""
+        memo = self._fits_memo
+        if memo is not None and memo[0] == self.melds:
+            return memo[1]
+        fits = 0
+        for m in self.melds:
+            for c in m.fits:
+                fits |= 1 << c
+        self._fits_memo = (self.melds[:], fits)
+        return fits
+
+    # --- legal actions ------------------------------------------------------------------------
+
+    def legal_actions(self) -> list[Action]:
+        """Every legal action now, in a fixed order (draw, take, digs from the top down,
+        decline, melds, lay-offs, discards). Melds are listed in their three-card form: a
+        longer meld is the same as a three-card meld followed by lay-offs, and `apply`
+        accepts it too. Empty once the hand is over.
+        """
+        if self._legal is None:
+            if self.phase == "draw":
+                self._legal = self._legal_draw()
+            elif self.phase == "play":
+                self._legal = self._legal_play()
+            else:
+                self._legal = []
+        return list(self._legal)
+
+    def is_legal(self, action: Action | str) -> bool:
+        """Whether an action (or its text) is legal now."""
+        try:
+            a = action if isinstance(action, Action) else Action.parse(action)
+        except ActionParseError:
+            return False
+        return self.why_illegal(a) is None
+
+    def _legal_draw(self) -> list[Action]:
+        draw, take, digs, decline = self.draw_options()
+        acts = [DRAW] if draw else []
+        if take:
+            acts.append(TAKE)
+        acts += [DIG_ACTIONS[c][k - 1] for _, c, k in digs]
+        if decline:
+            acts.append(DECLINE)
+        return acts
+
+    def _legal_play(self) -> list[Action]:
+        templates, layoffs, discards = self.play_options()
+        acts = [TEMPLATE_ACTIONS[t] for t in templates]
+        acts += [layoff_action(c, i) for c, i in layoffs]
+        return acts + gather(discards, DISCARD_TABLES)
+
+    def draw_options(self) -> DrawOptions:
+        """The legal actions of the draw phase, in parts: (draw from the stock, take the top
+        card, the digs as (depth below the top, card, copy) from the top down, decline).
+
+        `legal_actions` is built from these parts; the RL layer reads them directly, which
+        skips building `Action` objects (an env asks at every step).
+        """
+        stock, pile = self.stock, self.pile
+        take, digs = False, []
+        if pile:
+            take = self._may_take_top()
+            if len(pile) > 1:
+                digs = self._legal_digs()
+        # §1: with the stock empty a player may take nothing (decline).
+        return bool(stock), take, digs, not stock
+
+    def _legal_digs(self) -> list[Dig]:
+        """The digs, from the top down: `_may_dig` at every depth, computed in one scan (the
+        mask of held cards grows as it goes deeper; `size` counts the copies)."""
+        p, pile = self.turn, self.pile
+        held, size = self.one[p] | 1 << pile[-1], self.count[p] + 1
+        digs = []
+        seen: dict[Card, int] = {}
+        depth = 0
+        for i in range(len(pile) - 2, -1, -1):
+            c = pile[i]
+            held |= 1 << c
+            size += 1
+            depth += 1
+            k = seen[c] = seen.get(c, 0) + 1
+            if self._can_put_down(c, held, size):
+                digs.append((depth, c, k))
+        return digs
+
+    def play_options(self) -> PlayOptions:
+        """The legal actions of the play phase, in parts: (three-card melds as template
+        indices, lay-offs as (card, meld index), the mask of the cards that may be discarded).
+        See `draw_options`."""
+        held, owed = self.one[self.turn], self._owed()
+        templates: list[int] = []
+        if self._keeps_a_card(3):
+            templates = meld_templates_in(held)
+            if owed != ALL_CARDS_MASK:
+                templates = [t for t in templates if MELD_MASKS[t] & owed]
+        layoffs: list[tuple[Card, int]] = []
+        may_lay = held & owed & self._table_fits()
+        if may_lay and self._keeps_a_card(1):
+            for i, m in enumerate(self.melds):
+                for c in m.fits:
+                    if may_lay >> c & 1:
+                        layoffs.append((c, i))
+        return templates, layoffs, self._discardable()
+
+    # --- why an action is illegal --------------------------------------------------------------
+
+    def why_illegal(self, action: Action) -> str | None:
+        """Why an action is illegal now, naming the rule, or None if it is legal."""
+        if self.is_hand_over:
+            if self.phase == "game_over":
+                return "the game is over"
+            return "the hand is over; call next_hand() to deal the next one"
+        if action.kind not in ACTION_KINDS:
+            return f"unknown action kind {action.kind!r}; kinds are {', '.join(ACTION_KINDS)}"
+        if any(type(c) is not int or not 0 <= c < NUM_CARDS for c in action.cards):
+            return f"cards must be ids 0..51, got {action.cards!r}"
+        if self.phase == "draw":
+            if action.kind not in DRAW_KINDS:
+                return "you must draw first: draw, take or dig (docs/rules.md §1, a turn)"
+            return self._why_illegal_draw(action)
+        if action.kind in DRAW_KINDS:
+            return "you have already drawn this turn; meld, lay off or discard"
+        return self._why_illegal_play(action)
+
+    def _why_illegal_draw(self, a: Action) -> str | None:
+        k, pile = a.kind, self.pile
+        if k == "draw":
+            return None if self.stock else "the stock is empty: take from the pile or decline"
+        if k == "decline":
+            return None if not self.stock else "decline is only allowed once the stock is empty"
+        if not pile:
+            return "the discard pile is empty"
+        if k == "take":
+            if self._may_take_top():
+                return None
+            why = "top_card_must_meld" if self.rules.top_card_must_meld else "pile_must_use"
+            return (
+                f"taking the top card carries the dig obligation ({why}, docs/rules.md §2) "
+                f"and {card_str(pile[-1])} could not go on the table at once{self._dtgo_note()}"
+            )
+        if len(a.cards) != 1 or a.copy not in (1, 2):
+            return "a dig names one buried card, e.g. 'dig 9D' or 'dig 9D#2'"
+        c = a.cards[0]
+        depth = next((d for d, _, copy in self._buried(c) if copy == a.copy), None)
+        if depth is None:
+            where = "the top card (use 'take')" if pile[-1] == c else "not buried in the pile"
+            return f"{card_str(c)}{'#2' if a.copy == 2 else ''} is {where}; pile: {cards_str(pile)}"
+        if self._may_dig(depth):
+            return None
+        return (
+            f"a dig is legal only if the buried card can go on the table at once "
+            f"(docs/rules.md §1 dig, §3): {card_str(c)} fits no new meld with your cards and "
+            f"the {depth + 1} taken, and no meld on the table{self._dtgo_note()}"
+        )
+
+    def _dtgo_note(self) -> str:
+        return " without emptying the hand (discard_to_go_out)" * self.rules.discard_to_go_out
+
+    def _buried(self, card: Card) -> list[Dig]:
+        """Where `card` lies buried in the pile, as (depth, card, copy) from the top down."""
+        pile, out = self.pile, list[Dig]()
+        for depth in range(1, len(pile)):
+            if pile[-1 - depth] == card:
+                out.append((depth, card, len(out) + 1))
+        return out
+
+    def _why_illegal_play(self, a: Action) -> str | None:
+        p = self.turn
+        need_one = need_two = 0
+        for c in a.cards:
+            if need_one >> c & 1:
+                need_two |= 1 << c
+            need_one |= 1 << c
+        if need_one & ~self.one[p] or need_two & ~self.two[p]:
+            return f"you do not hold {cards_str(a.cards)}; your hand: {cards_str(self.hand(p))}"
+        if a.kind == "discard":
+            return self._why_illegal_discard(a)
+        if a.kind == "meld":
+            return self._why_illegal_meld(a)
+        return self._why_illegal_layoff(a)
+
+    def _why_illegal_discard(self, a: Action) -> str | None:
+        if len(a.cards) != 1:
+            return "discard exactly one card"
+        c = a.cards[0]
+        if self._discardable() >> c & 1:
+            return None
+        if self.must_play is not None:
+            return (
+                f"discarding is blocked until {card_str(self.must_play)} is on the table "
+                "(docs/rules.md §1 dig obligation)"
+            )
+        return (
+            f"{card_str(c)} was taken from the top of the pile this turn and may not be "
+            "discarded unless it is your last card (docs/rules.md §1, §3)"
+        )
+
+    def _why_illegal_meld(self, a: Action) -> str | None:
+        if meld_from_cards(a.cards, (self.turn,) * len(a.cards)) is None:
+            return (
+                f"{cards_str(a.cards)} is not a meld: a set is 3-4 cards of one rank in "
+                "different suits, a run 3+ consecutive cards of one suit, listed low to "
+                "high (docs/rules.md §1 melds)"
+            )
+        b = self.must_play
+        if b is not None and not mask_of(a.cards) & self._owed():
+            return f"the dig obligation is open: every meld must include {card_str(b)}"
+        if not self._keeps_a_card(len(a.cards)):
+            return "discard_to_go_out: you must keep a card to discard, so this meld is illegal"
+        return None
+
+    def _why_illegal_layoff(self, a: Action) -> str | None:
+        if len(a.cards) != 1:
+            return "lay off exactly one card"
+        c, melds = a.cards[0], self.melds
+        if not 0 <= a.target < len(melds):
+            return f"there is no meld #{a.target}; melds are numbered 0..{len(melds) - 1}"
+        m = melds[a.target]
+        if c not in m.fits:
+            fits = cards_str(m.fits) or "nothing"
+            return f"{card_str(c)} does not fit meld #{a.target} ({m}); it takes {fits}"
+        b = self.must_play
+        if b is not None and not self._owed() >> c & 1:
+            return f"the dig obligation is open: lay off {card_str(b)} first"
+        if not self._keeps_a_card(1):
+            return "discard_to_go_out: you must keep a card to discard, so this lay-off is illegal"
+        return None
+
+    # --- applying actions ---------------------------------------------------------------------
+
+    def apply(self, action: Action | str) -> None:
+        """Play one action (an `Action` or its text) for the player to act.
+
+        Raises `ActionParseError` for text that is not an action and `IllegalActionError`,
+        naming the rule, for an action the rules forbid now; the position is then unchanged.
+        """
+        a = action if isinstance(action, Action) else Action.parse(action)
+        if self._legal_set is None:
+            self._legal_set = set(self._legal if self._legal is not None else self.legal_actions())
+        if a not in self._legal_set:
+            why = self.why_illegal(a)
+            if why is not None:
+                raise IllegalActionError(f"{a} is illegal: {why} [{self._brief()}]")
+        self.play_unchecked(a)
+
+    def play_unchecked(self, action: Action) -> None:
+        """Play an action already known to be legal, without checking it again: the fast path
+        for callers that took it from `legal_actions` or a mask built from it (the env, search
+        rollouts). Anything else goes through `apply`; an illegal action here corrupts the
+        position."""
+        self._legal = self._legal_set = None
+        self._APPLY[action.kind](self, action)
+
+    def _apply_draw(self, a: Action) -> None:
+        p, c = self.turn, self.stock.pop()
+        self.one[p], self.two[p] = multiset_add(self.one[p], self.two[p], c)
+        self.count[p] += 1
+        self.phase = "play"
+
+    def _apply_take(self, a: Action) -> None:
+        obligated = self.top_take_obligated
+        c = self.pile.pop()
+        self._take([c])
+        self.taken_top = c
+        if obligated:
+            self.must_play = c
+        self.phase = "play"
+
+    def _apply_dig(self, a: Action) -> None:
+        depth = next(d for d, _, copy in self._buried(a.cards[0]) if copy == a.copy)
+        i = len(self.pile) - 1 - depth
+        taken = self.pile[i:]
+        del self.pile[i:]
+        self._take(taken)
+        self.must_play = a.cards[0]
+        self.phase = "play"
+
+    def _apply_decline(self, a: Action) -> None:
+        self._end_hand()  # §1: the stock is empty and the player takes nothing
+
+    def _apply_meld(self, a: Action) -> None:
+        p = self.turn
+        for c in a.cards:
+            self._remove(p, c)
+        m = meld_from_cards(a.cards, (p,) * len(a.cards))
+        assert m is not None, "play_unchecked was given a meld that is no meld"
+        self.melds.append(m)
+        if self.must_play in a.cards:
+            self.must_play = None
+        if self.count[p] == 0:
+            self._end_hand()
+
+    def _apply_layoff(self, a: Action) -> None:
+        p, c = self.turn, a.cards[0]
+        self._remove(p, c)
+        self.melds[a.target] = lay_off(self.melds[a.target], c, p)
+        if self.must_play == c:
+            self.must_play = None
+        if self.count[p] == 0:
+            self._end_hand()
+
+    def _apply_discard(self, a: Action) -> None:
+        p, c = self.turn, a.cards[0]
+        self._remove(p, c)
+        self.pile.append(c)
+        self.taken_top = None
+        if self.count[p] == 0:  # discarding the last card goes out (§1)
+            self._end_hand()
+        else:
+            self._next_turn()
+
+    _APPLY: ClassVar[dict[str, Callable[[Game, Action], None]]] = {
+        "draw": _apply_draw,
+        "take": _apply_take,
+        "dig": _apply_dig,
+        "decline": _apply_decline,
+        "meld": _apply_meld,
+        "layoff": _apply_layoff,
+        "discard": _apply_discard,
+    }
+
+    def _take(self, cards: list[Card]) -> None:
+        """Cards taken from the pile join the hand, in everyone's view (§1)."""
+        p = self.turn
+        one, two, k1, k2 = self.one[p], self.two[p], self.known_one[p], self.known_two[p]
+        for c in cards:
+            one, two = multiset_add(one, two, c)
+            k1, k2 = multiset_add(k1, k2, c)
+        self.one[p], self.two[p], self.known_one[p], self.known_two[p] = one, two, k1, k2
+        self.count[p] += len(cards)
+
+    def _remove(self, p: int, c: Card) -> None:
+        """Take one copy of `c` out of a hand; a known copy stays known only while one is held."""
+        self.one[p], self.two[p] = multiset_remove(self.one[p], self.two[p], c)
+        self.count[p] -= 1
+        b = 1 << c
+        if self.known_one[p] & b:
+            held = (self.one[p] & b != 0) + (self.two[p] & b != 0)
+            known = 1 + (self.known_two[p] & b != 0)
+            if known > held:
+                self.known_one[p], self.known_two[p] = multiset_remove(
+                    self.known_one[p], self.known_two[p], c
+                )
+
+    def _next_turn(self) -> None:
+        self.turns += 1
+        self.turn = (self.turn + 1) % self.rules.players
+        self.phase = "draw"
+        self.must_play = None
+        limit = self.rules.turn_limit
+        if limit is not None and self.turns >= limit:
+            # §4: the hand ends as if the stock were empty and the player declined.
+            self._end_hand()
+        else:
+            self._start_turn()
+
+    def _start_turn(self) -> None:
+        if not self.stock and self.rules.stock_out == "ends_hand":
+            self._end_hand()  # §2 `ends_hand`: a player must draw from an empty stock
+
+    def _end_hand(self) -> None:
+        """Score the hand and decide whether the game is over (§1, §2, §4)."""
+        self.taken_top = self.must_play = None
+        self.hands_played += 1
+        limit = self.rules.hand_limit
+        limit_reached = limit is not None and self.hands_played >= limit
+        self.phase = "hand_over"
+        totals = self.totals
+        if limit_reached or game_winner(self.rules, totals, self.went_out, False) is not None:
+            self.phase = "game_over"
+        self._legal = self._legal_set = None
+
+    # --- text ----------------------------------------------------------------------------------
+
+    def _brief(self) -> str:
+        """One line of the position for error messages (as python-chess appends the FEN)."""
+        p = self.turn
+        top = card_str(self.pile[-1]) if self.pile else "-"
+        s = f"player {p} to {self.phase}; hand {cards_str(self.hand(p))}; pile top {top}"
+        if self.must_play is not None:
+            s += f"; must play {card_str(self.must_play)}"
+        return s
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Game) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __str__(self) -> str:
+        return render(self.position())
+
+    def __repr__(self) -> str:
+        return (
+            f"<Game {self.phase} player={self.turn} hands_played={self.hands_played} "
+            f"totals={self.totals}>"
+        )

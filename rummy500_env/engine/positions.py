@@ -1,0 +1,341 @@
+"""Positions: the `Position` record of a game's state, its JSON-compatible dict form, and the
+checks that a position obeys the rules (docs/rules.md §3: nothing is ever lost).
+
+`Game.from_dict` and `Game.from_position` build games through here, and `Game.to_dict` writes
+through here, so a position is read, checked and written in one place. Every problem found is
+reported at once (as python-chess's `Board.status` does), in one `InvalidPositionError`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from rummy500_env.engine.cards import Card, CardParseError, card_str, cards_str, parse_card
+from rummy500_env.engine.errors import InvalidPositionError, RulesError
+from rummy500_env.engine.melds import Meld, meld_from_cards
+from rummy500_env.engine.rules import Rules
+from rummy500_env.engine.scoring import game_winner, hand_scores
+
+Phase = Literal["draw", "play", "hand_over", "game_over"]
+PHASES: tuple[Phase, ...] = get_args(Phase)
+
+POSITION_KEYS = (
+    "rules", "dealer", "turn", "phase", "hands", "stock", "pile", "melds", "totals",
+    "taken_top", "must_play", "known", "turns", "hands_played", "seed",
+)  # fmt: skip
+OPTIONAL_KEYS: dict[str, Any] = {
+    "seed": 0, "taken_top": None, "must_play": None, "turns": 0, "hands_played": 0,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Position:
+    """A game's state in engine terms (card ids, `Meld`s), as `Game.position()` returns it and
+    `Game.from_position` takes it. The fields are those of the dict form (docs/rules.md §7)."""
+
+    rules: Rules
+    hands: tuple[tuple[Card, ...], ...]
+    """Each player's cards."""
+    stock: tuple[Card, ...]
+    """The stock, top (drawn next) first."""
+    pile: tuple[Card, ...]
+    """The discard pile, bottom first, top last."""
+    melds: tuple[Meld, ...] = ()
+    known: tuple[tuple[Card, ...], ...] | None = None
+    """Per player, the cards everyone saw them take from the pile (None: none known)."""
+    dealer: int = 0
+    turn: int = 0
+    phase: Phase = "draw"
+    totals: tuple[int, ...] | None = None
+    """Running totals before this hand (None: all zero)."""
+    taken_top: Card | None = None
+    must_play: Card | None = None
+    turns: int = 0
+    hands_played: int = 0
+    seed: int = 0
+
+    def known_cards(self, player: int) -> tuple[Card, ...]:
+        return () if self.known is None else self.known[player]
+
+    def totals_before(self) -> list[int]:
+        return [0] * self.rules.players if self.totals is None else list(self.totals)
+
+
+def problems(p: Position, earlier: int = 0, loose: tuple[Card, ...] = ()) -> list[str]:
+    """Every way the position breaks the rules (empty if none). `earlier` counts problems
+    already found while reading it (the end-of-game check needs a sound position); `loose`
+    are cards it held in places that could not be read (a meld that is no meld), which still
+    count towards the deck."""
+    found: list[str] = []
+    n = p.rules.players
+    if len(p.hands) != n or (p.known is not None and len(p.known) != n):
+        return [f"hands and known must have one entry per player (players={n})"]
+    for name, value, high in (("dealer", p.dealer, n - 1), ("turn", p.turn, n - 1)):
+        if type(value) is not int or not 0 <= value <= high:
+            found.append(f"{name} must be an int 0..{high}, got {value!r}")
+    if p.phase not in PHASES:
+        found.append(f"phase must be one of {PHASES}, got {p.phase!r}")
+    for q in range(n):
+        held, known = Counter(p.hands[q]), Counter(p.known_cards(q))
+        found += [
+            f"known[{q}] has {card_str(c)} but hands[{q}] does not hold it"
+            for c in sorted(known)
+            if known[c] > held[c]
+        ]
+    found += _deck_problems(p, loose)
+    found += _turn_problems(p)
+    if not found and not earlier and p.phase in ("hand_over", "game_over"):
+        found += _game_end_problems(p)
+    return found
+
+
+def _deck_problems(p: Position, loose: tuple[Card, ...]) -> list[str]:
+    """Every card is in exactly one place and the total is the deck size (docs/rules.md §3)."""
+    copies = p.rules.deck_count
+    counts = Counter(c for h in p.hands for c in h)
+    counts.update(loose)
+    counts.update(p.stock)
+    counts.update(p.pile)
+    counts.update(c for m in p.melds for c in m.cards)
+    extra = [f"{card_str(c)} x{k}" for c, k in sorted(counts.items()) if k > copies]
+    lost = [card_str(c) for c in range(52) if counts[c] < copies]
+    out = []
+    if extra:
+        out.append(f"cards appear more than {copies} time(s) (decks={copies}): {', '.join(extra)}")
+    if lost:
+        out.append(f"cards missing from the position (decks={copies}): {' '.join(lost)}")
+    return out
+
+
+def _turn_problems(p: Position) -> list[str]:
+    """The phase agrees with the hands, the stock and the turn state."""
+    r, out = p.rules, []
+    empty = [q for q in range(r.players) if not p.hands[q]]
+    if p.phase in ("draw", "play"):
+        if empty:
+            out.append(f"players {empty} hold no cards, so the hand is over, not {p.phase!r}")
+        if p.phase == "draw" and not p.stock and r.stock_out == "ends_hand":
+            out.append("the stock is empty under stock_out='ends_hand': the hand is over")
+        if r.turn_limit is not None and p.turns >= r.turn_limit:
+            out.append(f"turns={p.turns} has reached turn_limit={r.turn_limit}: the hand is over")
+    elif len(empty) > 1:
+        out.append(f"only one player can go out, but players {empty} hold no cards")
+    if p.phase != "play":
+        if p.taken_top is not None or p.must_play is not None:
+            out.append("taken_top and must_play must be null outside the 'play' phase")
+        return out
+    hand = p.hands[p.turn]
+    if p.taken_top is not None and p.must_play not in (None, p.taken_top):
+        out.append("taken_top and must_play are both set but differ: a take sets one card")
+    if p.must_play is not None and p.must_play not in hand:
+        out.append(f"must_play {card_str(p.must_play)} is not in the hand of player {p.turn}")
+    tt = p.taken_top  # taken this turn: still in hand, or put on the table since
+    if tt is not None and tt not in hand and not _on_table_by(p.melds, tt, p.turn):
+        out.append(
+            f"taken_top {card_str(tt)} is neither in the hand of player {p.turn} nor among "
+            "the cards they put on the table"
+        )
+    return out
+
+
+def _on_table_by(melds: tuple[Meld, ...], card: Card, player: int) -> bool:
+    return any(
+        c == card and o == player for m in melds for c, o in zip(m.cards, m.owners, strict=True)
+    )
+
+
+def _game_end_problems(p: Position) -> list[str]:
+    """After a hand, the phase says whether these totals end the game (§1, §2, §4)."""
+    r = p.rules
+    scores = hand_scores(r, p.melds, p.hands)
+    totals = [t + s for t, s in zip(p.totals_before(), scores, strict=True)]
+    went_out = next((q for q in range(r.players) if not p.hands[q]), None)
+    over = game_winner(r, totals, went_out, limit_reached=False) is not None or (
+        r.hand_limit is not None and p.hands_played >= r.hand_limit
+    )
+    if p.phase == "hand_over" and over:
+        return ["these totals end the game: phase must be 'game_over', not 'hand_over'"]
+    if p.phase == "game_over" and not over:
+        return ["no one has won and hand_limit is not reached: phase must be 'hand_over'"]
+    return []
+
+
+def check(p: Position) -> Position:
+    """The position itself, or `InvalidPositionError` listing every problem."""
+    found = problems(p)
+    if found:
+        raise InvalidPositionError(found)
+    return p
+
+
+# --- the dict form ----------------------------------------------------------------------------
+
+
+def to_dict(p: Position) -> dict[str, Any]:
+    """The JSON-compatible dict of a position (docs/rules.md §7); `from_dict` reads it back."""
+    r = p.rules
+    name = r.preset_name()
+    n = r.players
+    return {
+        "rules": name if name is not None else r.to_dict(),
+        "dealer": p.dealer,
+        "turn": p.turn,
+        "phase": p.phase,
+        "hands": [[card_str(c) for c in h] for h in p.hands],
+        "stock": [card_str(c) for c in p.stock],
+        "pile": [card_str(c) for c in p.pile],
+        "melds": [
+            {"cards": [card_str(c) for c in m.cards], "owners": list(m.owners)} for m in p.melds
+        ],
+        "totals": p.totals_before(),
+        "taken_top": None if p.taken_top is None else card_str(p.taken_top),
+        "must_play": None if p.must_play is None else card_str(p.must_play),
+        "known": [[card_str(c) for c in p.known_cards(q)] for q in range(n)],
+        "turns": p.turns,
+        "hands_played": p.hands_played,
+        "seed": p.seed,
+    }
+
+
+def from_dict(d: Any) -> Position:
+    """Read and check a position dict; raises `InvalidPositionError` listing every problem."""
+    return _Reader(d).position()
+
+
+class _Reader:
+    """Reads a position dict, collecting every problem before raising."""
+
+    def __init__(self, d: Any) -> None:
+        self.d = d
+        self.problems: list[str] = []
+        self.loose: list[Card] = []  # cards of melds that are no melds
+
+    def bad(self, msg: str) -> None:
+        self.problems.append(msg)
+
+    def position(self) -> Position:
+        d = self.d
+        if not isinstance(d, dict):
+            raise InvalidPositionError([f"a position must be a dict, got {type(d).__name__}"])
+        for k in POSITION_KEYS:
+            if k not in d and k not in OPTIONAL_KEYS:
+                self.bad(f"missing key {k!r}")
+        unknown = sorted(set(d) - set(POSITION_KEYS))
+        if unknown:
+            self.bad(f"unknown key(s) {unknown}; allowed: {list(POSITION_KEYS)}")
+        try:
+            rules = Rules.coerce(d.get("rules"))
+        except RulesError as e:
+            raise InvalidPositionError([*self.problems, f"rules: {e}"]) from None
+        if self.problems:
+            raise InvalidPositionError(self.problems)
+        p = self.fields(rules)
+        found = self.problems + problems(p, len(self.problems), tuple(self.loose))
+        if found:
+            raise InvalidPositionError(found)
+        return p
+
+    def fields(self, rules: Rules) -> Position:
+        d, n = self.d, rules.players
+        phase = d["phase"]
+        if phase not in PHASES:
+            self.bad(f"phase must be one of {PHASES}, got {phase!r}")
+            phase = "draw"
+        return Position(
+            rules=rules,
+            hands=self.per_player(d["hands"], "hands", n),
+            stock=tuple(self.cards(d["stock"], "stock")),
+            pile=tuple(self.cards(d["pile"], "pile")),
+            melds=self.melds(d["melds"], n),
+            known=self.per_player(d["known"], "known", n),
+            dealer=self.integer("dealer", 0, n - 1),
+            turn=self.integer("turn", 0, n - 1),
+            phase=phase,
+            totals=self.totals(d["totals"], n),
+            taken_top=self.card(d.get("taken_top"), "taken_top"),
+            must_play=self.card(d.get("must_play"), "must_play"),
+            turns=self.integer("turns", 0, None),
+            hands_played=self.integer("hands_played", 0, None),
+            seed=self.integer("seed", None, None),
+        )
+
+    def cards(self, value: Any, where: str) -> list[Card]:
+        if not isinstance(value, list):
+            self.bad(f"{where} must be a list of cards, got {value!r}")
+            return []
+        out = []
+        for x in value:
+            try:
+                if not isinstance(x, str):
+                    raise CardParseError(f"not a card: {x!r}")
+                out.append(parse_card(x))
+            except CardParseError as e:
+                self.bad(f"{where}: {e}")
+        return out
+
+    def card(self, value: Any, where: str) -> Card | None:
+        if value is None:
+            return None
+        got = self.cards([value], where)
+        return got[0] if got else None
+
+    def integer(self, key: str, low: int | None, high: int | None) -> int:
+        v = self.d.get(key, OPTIONAL_KEYS.get(key))
+        if type(v) is not int or (low is not None and v < low) or (high is not None and v > high):
+            rng = "" if low is None else f" {low}..{high}" if high is not None else f" >= {low}"
+            self.bad(f"{key} must be an int{rng}, got {v!r}")
+            return low or 0
+        return v
+
+    def per_player(self, value: Any, key: str, n: int) -> tuple[tuple[Card, ...], ...]:
+        if not isinstance(value, list) or len(value) != n:
+            self.bad(f"{key} must be a list of {n} lists of cards (players={n}), got {value!r}")
+            return ((),) * n
+        out = tuple(tuple(self.cards(v, f"{key}[{q}]")) for q, v in enumerate(value))
+        for q, cs in enumerate(out):
+            third = [c for c, k in Counter(cs).items() if k > 2]
+            if third:
+                self.bad(f"{key}[{q}]: {cards_str(third)} appear(s) more than twice")
+        return out
+
+    def totals(self, value: Any, n: int) -> tuple[int, ...] | None:
+        if not isinstance(value, list) or len(value) != n or any(type(t) is not int for t in value):
+            self.bad(f"totals must be a list of {n} ints, got {value!r}")
+            return None
+        return tuple(value)
+
+    def melds(self, value: Any, n: int) -> tuple[Meld, ...]:
+        if not isinstance(value, list):
+            self.bad(f"melds must be a list, got {value!r}")
+            return ()
+        out = []
+        for i, md in enumerate(value):
+            if not isinstance(md, dict) or set(md) != {"cards", "owners"}:
+                self.bad(f"melds[{i}] must be a dict with keys 'cards' and 'owners', got {md!r}")
+                if isinstance(md, dict) and isinstance(md.get("cards"), list):
+                    self.loose += self.cards(md["cards"], f"melds[{i}].cards")
+                continue
+            cs = self.cards(md["cards"], f"melds[{i}].cards")
+            owners = md["owners"]
+            if (
+                not isinstance(owners, list)
+                or len(owners) != len(cs)
+                or any(type(o) is not int or not 0 <= o < n for o in owners)
+            ):
+                self.bad(
+                    f"melds[{i}].owners must list one player 0..{n - 1} per card, got {owners!r}"
+                )
+                self.loose += cs
+                continue
+            m = meld_from_cards(cs, tuple(owners))
+            if m is None:
+                self.bad(
+                    f"melds[{i}] {cards_str(cs)} is not a meld (sets: 3-4 cards of one rank, "
+                    "distinct suits; runs: 3+ consecutive cards of one suit, low to high)"
+                )
+                self.loose += cs
+                continue
+            out.append(m)
+        return tuple(out)

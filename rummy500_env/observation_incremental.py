@@ -1,0 +1,301 @@
+"""The observation encoder's fast path: `IncrementalEncoder.encode_update`.
+
+An env asks for one observation per step and little changes between two of them (a card
+drawn, one discarded), so this keeps each observer's last observation with what it was built
+from, rewrites only what changed, and returns a copy. It equals `ObservationEncoder.encode`,
+the specification, in every position whatever came before (property-tested in
+tests/test_env.py). Measured on this project's 2-core machines, each trick kept here buys at
+least 5% of a `raw_env` step:
+
+* updating instead of re-encoding: `encode` costs about 4x `encode_update`;
+* single values written through a memoryview: several times cheaper than numpy indexing;
+* meld parts memoised by value: melds are immutable and recur hand after hand (encode_update
+  6.1 -> 5.4 us, a `raw_env` step 18.4 -> 17.3 us);
+* one table block shared by all observers, copied rotated when the melds change, instead of
+  every observer recomputing it.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from rummy500_env.engine.cards import cards_in
+from rummy500_env.engine.game import Game
+from rummy500_env.engine.melds import Meld
+from rummy500_env.engine.rules import Rules
+from rummy500_env.observation import FloatArray, MeldPart, ObservationEncoder, clip
+
+MEMO_LIMIT = 4096
+"""Meld parts kept before the memo starts afresh (a long run meets few distinct melds)."""
+
+
+class IncrementalEncoder(ObservationEncoder):
+    """`ObservationEncoder` with `encode_update`, the incremental path (module docstring)."""
+
+    def __init__(self, rules: Rules) -> None:
+        super().__init__(rules)
+        n = self.players
+        self._opponent_blocks = [
+            [(p, self.at["known"] + ((p - o) % n - 1) * 52) for p in range(n) if p != o]
+            for o in range(n)
+        ]
+        """For each observer, each opponent's absolute seat and where its `known` row starts."""
+        self._opponents_of = [
+            operator.itemgetter(*(p for p in range(n) if p != o)) for o in range(n)
+        ]
+        """For each observer, a getter of the opponents' entries of a per-seat list."""
+        self._forget()
+
+    def _forget(self) -> None:
+        """Start the caches afresh (they are not pickled: memoryviews can't be)."""
+        self._last: list[_Last | None] = [None] * self.players
+        self._table = _Table(self)
+        self._meld_parts: dict[tuple[Meld, int], MeldPart] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for cache in ("_last", "_table", "_meld_parts"):
+            del state[cache]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._forget()
+
+    def meld_part(self, m: Meld, observer: int) -> MeldPart:
+        """`ObservationEncoder.meld_part`, memoised by value."""
+        key = (m, observer)
+        part = self._meld_parts.get(key)
+        if part is None:
+            if len(self._meld_parts) > MEMO_LIMIT:
+                self._meld_parts.clear()
+            part = self._meld_parts[key] = super().meld_part(m, observer)
+        return part
+
+    def encode_update(self, game: Game, observer: int) -> FloatArray:
+        """`encode`, computed as a change to the previous observation of this observer."""
+        last = self._last[observer]
+        if last is None:
+            last = self._last[observer] = _Last(self, game, observer)
+            return last.obs.copy()
+        self._update_cards(last, game)
+        table = self._sync_table(game.melds)
+        if table.version != last.table_version:
+            self._copy_table(last, table)
+        mv = last.mv
+        extras = self._extras(game)  # the one-hot features outside the card blocks
+        if extras != last.extras:
+            for i in last.extras:
+                mv[i] = 0.0
+            for i in extras:
+                mv[i] = 1.0
+            last.extras = extras
+        self._update_scalars(last, game)
+        return last.obs.copy()
+
+    def _update_cards(self, last: _Last, game: Game) -> None:
+        """The hand, the pile and the known cards."""
+        observer = last.observer
+        one, two = game.one[observer], game.two[observer]
+        if one != last.one or two != last.two:
+            self._recount(last.mv, self.at["hand"], last.one ^ one | last.two ^ two, one, two)
+            last.one, last.two = one, two
+        if game.pile != last.pile:
+            self._update_pile(last, game.pile)
+        opponents = self._opponents_of[observer]  # the observer's own known cards don't count
+        k1, k2 = game.known_one, game.known_two
+        if opponents(k1) != opponents(last.known_one) or opponents(k2) != opponents(last.known_two):
+            self._update_known(last, k1, k2)
+
+    def _update_scalars(self, last: _Last, game: Game) -> None:
+        """Hand sizes, stock and pile sizes, progress, totals and table points."""
+        mv, at = last.mv, self.at
+        count = game.count
+        if count != last.count:
+            i = at["hand_sizes"]
+            for p in self._seat_order[last.observer]:
+                mv[i] = count[p] / 52.0
+                i += 1
+            last.count = count[:]
+        i, deck = at["stock_pile"], self.rules.deck_size
+        mv[i] = len(game.stock) / deck
+        mv[i + 1] = len(game.pile) / deck
+        if game.turns != last.turns or game.hands_played != last.hands:  # at most once a turn
+            r = self.rules
+            if r.turn_limit:
+                mv[at["progress"]] = game.turns / r.turn_limit
+            if r.hand_limit:
+                mv[at["progress"] + 1] = game.hands_played / r.hand_limit
+            last.turns, last.hands = game.turns, game.hands_played
+        if game.totals_before != last.totals:
+            self._write_totals(last, game.totals_before)
+
+    def _recount(self, mv: Any, base: int, changed: int, one: int, two: int) -> None:
+        """Rewrite the count features of the `changed` cards from the multiset (one, two)."""
+        h = self.inv_decks
+        for c in cards_in(changed):
+            mv[base + c] = ((one >> c & 1) + (two >> c & 1)) * h
+
+    def _update_known(self, last: _Last, known_one: list[int], known_two: list[int]) -> None:
+        """Recount the `known` rows of the opponents whose known cards changed."""
+        for p, at in self._opponent_blocks[last.observer]:
+            k1, k2 = known_one[p], known_two[p]
+            o1, o2 = last.known_one[p], last.known_two[p]
+            if k1 != o1 or k2 != o2:
+                self._recount(last.mv, at, o1 ^ k1 | o2 ^ k2, k1, k2)
+        last.known_one, last.known_two = known_one[:], known_two[:]
+
+    def _update_pile(self, last: _Last, new: list[int]) -> None:
+        """Rewrite the places of the cards above the part of the pile that stayed (its common
+        bottom): those taken off it and those put on it (a discard, a take, a dig, or several
+        of them between two looks of this observer). Places count from the bottom, so the
+        cards that stayed keep theirs."""
+        mv, old, h = last.mv, last.pile, self.inv_decks
+        keep = _common_bottom(old, new)
+        pc, place0, places = self.at["pile_cards"], self.at["pile_place"], self._places
+        two = self.decks == 2
+        for c in old[keep:]:  # off the top: a copy that stays is lower (row 0)
+            mv[pc + c] -= h
+            if two and mv[place0 + 52 + c]:
+                mv[place0 + 52 + c] = 0.0
+            else:
+                mv[place0 + c] = 0.0
+        for i in range(keep, len(new)):  # onto the top: a copy already there is lower
+            c = new[i]
+            mv[pc + c] += h
+            if two and mv[place0 + c]:
+                mv[place0 + 52 + c] = places[i]
+            else:
+                mv[place0 + c] = places[i]
+        top0 = self.at["pile_top"]
+        if old:
+            mv[top0 + old[-1]] = 0.0
+        if new:
+            mv[top0 + new[-1]] = 1.0
+        last.pile = new[:]
+
+    def _sync_table(self, melds: list[Meld]) -> _Table:
+        """The shared table block, brought up to `melds`: take out the melds that changed (a
+        lay-off replaces one) and put in the new ones. A lay-off fit can be shared by two
+        melds (two decks), so fits are counted."""
+        t = self._table
+        if melds == t.melds:
+            return t
+        mv, points, fit_count, h = t.mv, t.points, t.fit_count, self.inv_decks
+        for sign, m in _meld_changes(t.melds, melds):
+            idx, fits, values = self.meld_part(m, 0)
+            d = sign * h
+            for i in idx:  # no index twice within one meld
+                mv[i] += d
+            for i in fits:
+                k = fit_count[i] = fit_count.get(i, 0) + sign
+                mv[i] = 1.0 if k else 0.0
+            for owner, value in values:
+                points[owner] += sign * value
+        t.melds = melds[:]
+        t.version += 1
+        return t
+
+    def _copy_table(self, last: _Last, table: _Table) -> None:
+        """Copy the shared table block into `last.obs`, owner rows rotated to the observer."""
+        obs, block, o, n = last.obs, table.block, last.observer, self.players
+        a, end = self.at["table_owner"], self.at["known"]
+        b = a + (n - o) * 52
+        obs[a:b] = block[a + o * 52 : a + n * 52]
+        obs[b : a + n * 52] = block[a : a + o * 52]
+        obs[a + n * 52 : end] = block[a + n * 52 : end]
+        last.table_version = table.version
+        last.totals = None  # table points may have changed: rewrite them with the totals
+
+    def _write_totals(self, last: _Last, totals: list[int]) -> None:
+        """Rewrite the totals and table points (they change with a new hand or a meld)."""
+        mv, target, n = last.mv, self.rules.target, self.players
+        i, points = self.at["totals"], self._table.points
+        for p in self._seat_order[last.observer]:
+            mv[i] = clip(totals[p] / target)
+            mv[i + n] = clip(points[p] / target)
+            i += 1
+        last.totals = totals[:]
+
+
+def _common_bottom(old: list[int], new: list[int]) -> int:
+    """How many cards at the bottom of the pile stayed. It is almost always the whole of the
+    shorter pile or all but its top, so only a few lengths are tried before 0."""
+    lo, ln = len(old), len(new)
+    if ln >= lo and new[:lo] == old:
+        return lo
+    if ln < lo and old[:ln] == new:
+        return ln
+    keep = min(lo, ln) - 1
+    for _ in range(3):
+        if old[:keep] == new[:keep]:
+            return keep
+        keep -= 1
+    return 0
+
+
+def _meld_changes(old: list[Meld], new: list[Meld]) -> list[tuple[int, Meld]]:
+    """The melds to take out (-1) and put in (+1) to turn the table `old` into `new`."""
+    lo, ln = len(old), len(new)
+    if ln == lo + 1 and new[:lo] == old:  # a new meld
+        return [(1, new[lo])]
+    out = [(-1, old[i]) for i in range(lo) if i >= ln or new[i] is not old[i]]
+    return out + [(1, new[i]) for i in range(ln) if i >= lo or old[i] is not new[i]]
+
+
+def _float_view(a: FloatArray) -> Any:
+    """A memoryview of `a`, for writing single values. Typed Any: typeshed's memoryview
+    takes only ints."""
+    return memoryview(a)  # type: ignore[arg-type]
+
+
+class _Last:
+    """The last observation `encode_update` made for one observer and what it was made of."""
+
+    __slots__ = (
+        "count",
+        "extras",
+        "hands",
+        "known_one",
+        "known_two",
+        "mv",
+        "obs",
+        "observer",
+        "one",
+        "pile",
+        "table_version",
+        "totals",
+        "turns",
+        "two",
+    )
+
+    def __init__(self, encoder: IncrementalEncoder, game: Game, observer: int) -> None:
+        self.obs = encoder.encode(game, observer)
+        self.mv = _float_view(self.obs)
+        self.observer = observer
+        self.one, self.two = game.one[observer], game.two[observer]
+        self.pile = game.pile[:]
+        self.known_one, self.known_two = game.known_one[:], game.known_two[:]
+        self.table_version = encoder._sync_table(game.melds).version
+        self.totals: list[int] | None = game.totals_before[:]
+        self.count, self.turns, self.hands = game.count[:], game.turns, game.hands_played
+        self.extras = encoder._extras(game)
+
+
+class _Table:
+    """The table block (owner rows, set, run, lay-off fits) in absolute seat order, i.e. as
+    seat 0 sees it, with each seat's table points; shared by the observers, which copy it
+    rotated when its version moves on."""
+
+    __slots__ = ("block", "fit_count", "melds", "mv", "points", "version")
+
+    def __init__(self, encoder: ObservationEncoder) -> None:
+        self.block = np.zeros(encoder.size, dtype=np.float32)  # only the table slices are used
+        self.mv = _float_view(self.block)
+        self.melds: list[Meld] = []
+        self.points = [0] * encoder.players
+        self.fit_count: dict[int, int] = {}
+        self.version = 0
