@@ -269,6 +269,10 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
         self._obs_cache[seat] = out
         return out
 
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self._require_game()
+        return super().last(observe)  # type: ignore[no-any-return]  # pettingzoo is untyped
+
     def legal_ids(self) -> list[int]:
         """Legal action ids of the agent to act."""
         if self._legal is None:

@@ -432,3 +432,90 @@ def test_ansi_render_shows_hand_pile_melds_with_owners_and_scores():
     text = e.render()
     for words in ["P0 [2C 9H 9S]", "pile (bottom -> top): 9D KC", "7C/P1", "total 0"]:
         assert words in text
+
+
+# --- errors a user meets: each says what was wrong and what is allowed
+
+
+@pytest.mark.parametrize(
+    ("action", "words"),
+    [
+        (9999, "action id 9999 is out of range: ids are 0..359"),
+        (-1, "action id -1 is out of range: ids are 0..359"),
+        (3.7, "an action must be an int id 0..359, got 3.7 (float)"),
+        ("draw", "got 'draw' (str); for notation use env.unwrapped.str_to_action('draw')"),
+        (None, "step(None) is only for an agent that is done"),
+        (True, "an action must be an int id 0..359, got True (bool)"),
+    ],
+)
+def test_wrapped_env_says_what_an_action_must_be(action, words):
+    e = rummy500_env.env()
+    e.reset(seed=0)
+    with pytest.raises(IllegalActionError) as info:
+        e.step(action)
+    assert words in str(info.value)
+    e.step(int(np.flatnonzero(e.observe(e.agent_selection)["action_mask"])[0]))  # still usable
+
+
+@pytest.mark.parametrize("action", [9999, 3.7, "draw", None])
+def test_raw_env_says_what_an_action_must_be(action):
+    e = rummy500_env.raw_env()
+    e.reset(seed=0)
+    with pytest.raises(IllegalActionError, match="action"):
+        e.step(action)
+
+
+def test_an_action_outside_the_mask_still_ends_the_game_under_env():
+    """PettingZoo's classic convention is kept: a legal id that is illegal now is -1."""
+    e = rummy500_env.env()
+    e.reset(seed=0)
+    mask = e.observe(e.agent_selection)["action_mask"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        e.step(int(np.flatnonzero(mask == 0)[0]))
+    assert all(e.terminations.values()) and e.rewards[e.agent_selection] == -1
+
+
+@pytest.mark.parametrize("call", ["step", "observe", "last", "action_to_str"])
+def test_raw_env_before_reset_says_to_reset(call):
+    e = rummy500_env.raw_env()
+    with pytest.raises(Rummy500Error, match=r"call reset\(\)"):
+        {
+            "step": lambda: e.step(0),
+            "observe": lambda: e.observe("player_0"),
+            "last": lambda: e.last(),
+            "action_to_str": lambda: e.action_to_str(0),
+        }[call]()
+
+
+def test_stepping_after_every_agent_is_done_says_the_episode_is_over():
+    e = rummy500_env.raw_env(episode="hand")
+    e.reset(seed=0)
+    rng = random.Random(0)
+    for _agent in e.agent_iter():
+        obs, _, term, trunc, _ = e.last()
+        e.step(None if term or trunc else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    assert e.agents == []
+    with pytest.raises(IllegalActionError, match=r"the episode is over; call reset\(\)"):
+        e.step(0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"options": "hand"}, "options must be a dict (allowed keys: ('position',)) or None"),
+        ({"seed": "abc"}, "seed must be an int or None, got 'abc'"),
+        ({"seed": 1.5}, "seed must be an int or None"),
+    ],
+)
+def test_bad_reset_arguments_are_clear_errors(kwargs, words):
+    e = rummy500_env.raw_env()
+    with pytest.raises(Rummy500Error) as info:
+        e.reset(**kwargs)
+    assert words in str(info.value)
+
+
+def test_unknown_reset_options_are_named_in_a_warning():
+    e = rummy500_env.raw_env()
+    with pytest.warns(UserWarning, match=r"ignores the unknown option\(s\) \['hand'\]"):
+        e.reset(seed=0, options={"hand": 1})

@@ -127,3 +127,32 @@ def test_a_deal_that_ends_before_the_learner_acts_is_dealt_again():
     env.reset(seed=0)
     assert len(calls) == 2 and env.action_masks().any()
     assert env.aec.agent_selection == "player_1"
+
+
+@pytest.mark.parametrize("call", ["step", "action_masks"])
+def test_single_agent_env_before_reset_says_to_reset(call):
+    env = Rummy500SingleAgentEnv()
+    with pytest.raises(Rummy500Error, match=r"call reset\(\)"):
+        env.step(0) if call == "step" else env.action_masks()
+
+
+def test_reset_gives_up_with_a_clear_error_when_the_learner_can_never_act(monkeypatch):
+    """With 25 cards each the stock holds one card: an opponent that always draws takes it,
+    and under ends_hand the hand ends before seat 1's first decision, deal after deal. Reset
+    must not hand back a finished episode."""
+    import rummy500_env.single_agent as single_agent
+
+    def draws_then_discards(observation, mask):
+        return 0 if mask[0] else int(np.flatnonzero(mask)[-1])
+
+    monkeypatch.setattr(single_agent, "REDEALS", 5)
+    env = Rummy500SingleAgentEnv(
+        draws_then_discards,
+        seat=1,
+        rules={"hand_size": 25, "stock_out": "ends_hand"},
+        episode="hand",
+    )
+    with pytest.raises(Rummy500Error, match="5 deals in a row ended before seat 1 could act"):
+        env.reset(seed=0)
+    with pytest.raises(Rummy500Error, match=r"call reset\(\)"):
+        env.step(0)

@@ -328,19 +328,18 @@ class Game:
 
     # --- the rules: each one predicate, used by the generator and by `why_illegal` ------------
 
-    def _keeps_a_card(self, played: int) -> bool:
-        """Putting down `played` cards leaves one to discard, or need not (§2
-        `discard_to_go_out`: the last card must be a discard)."""
-        return not self.rules.discard_to_go_out or self.count[self.turn] > played
+    def _leaves_a_card(self, size: int, played: int) -> bool:
+        """Putting `played` cards down from a hand of `size` leaves one to discard, or need
+        not (§2 `discard_to_go_out`: the last card must be a discard)."""
+        return not self.rules.discard_to_go_out or size > played
 
     def _can_put_down(self, card: Card, held: int, size: int) -> bool:
         """`card` can be the first thing put down from a hand holding the cards of the mask
-        `held` (`size` cards in all): in a new meld, or laid off on a table meld (§3, first
-        fine print). With `discard_to_go_out` it must go down without emptying the hand."""
-        dtgo = self.rules.discard_to_go_out
-        if (not dtgo or size > 3) and starts_a_meld(card, held):
+        `held` (`size` cards in all), in a new meld or laid off on a table meld, leaving a
+        card to discard where that is required (§3, the first two items)."""
+        if self._leaves_a_card(size, 3) and starts_a_meld(card, held):
             return True
-        return (not dtgo or size > 1) and self._table_fits() >> card & 1 == 1
+        return self._leaves_a_card(size, 1) and self._table_fits() >> card & 1 == 1
 
     def _may_take_top(self) -> bool:
         """The top card may be taken: always, unless the take carries the dig obligation and
@@ -468,15 +467,16 @@ class Game:
         """The legal actions of the play phase, in parts: (three-card melds as template
         indices, lay-offs as (card, meld index), the mask of the cards that may be discarded).
         See `draw_options`."""
-        held, owed = self.one[self.turn], self._owed()
+        p = self.turn
+        held, size, owed = self.one[p], self.count[p], self._owed()
         templates: list[int] = []
-        if self._keeps_a_card(3):
+        if self._leaves_a_card(size, 3):
             templates = meld_templates_in(held)
             if owed != ALL_CARDS_MASK:
                 templates = [t for t in templates if MELD_MASKS[t] & owed]
         layoffs: list[tuple[Card, int]] = []
         may_lay = held & owed & self._table_fits()
-        if may_lay and self._keeps_a_card(1):
+        if may_lay and self._leaves_a_card(size, 1):
             for i, m in enumerate(self.melds):
                 for c in m.fits:
                     if may_lay >> c & 1:
@@ -586,7 +586,7 @@ class Game:
         b = self.must_play
         if b is not None and not mask_of(a.cards) & self._owed():
             return f"the dig obligation is open: every meld must include {card_str(b)}"
-        if not self._keeps_a_card(len(a.cards)):
+        if not self._leaves_a_card(self.count[self.turn], len(a.cards)):
             return "discard_to_go_out: you must keep a card to discard, so this meld is illegal"
         return None
 
@@ -603,7 +603,7 @@ class Game:
         b = self.must_play
         if b is not None and not self._owed() >> c & 1:
             return f"the dig obligation is open: lay off {card_str(b)} first"
-        if not self._keeps_a_card(1):
+        if not self._leaves_a_card(self.count[self.turn], 1):
             return "discard_to_go_out: you must keep a card to discard, so this lay-off is illegal"
         return None
 
