@@ -1,30 +1,49 @@
-"""``python -m rummy500_env``: watch one seeded game between two bots, hand by hand.
+"""``python -m rummy500_env``: watch one seeded game between bots, hand by hand.
 
     python -m rummy500_env --seed 7 --players expert greedy --rules standard
+    python -m rummy500_env --players search:20ms expert random --verbose
+
+A player is any agent spec (`rummy500_env.agents.registry`): random, greedy, expert,
+search[:BUDGET] or the path of an exported policy.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from rummy500_env.agents import ExpertAgent, GreedyAgent, RandomAgent
-from rummy500_env.env import raw_env
-from rummy500_env.rules import PRESETS, Rules
+from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
+from rummy500_env.engine.rules import PRESETS, Rules
+from rummy500_env.rummy500_v0 import raw_env
 
-BOTS = {"random": lambda rules: RandomAgent(0), "greedy": GreedyAgent, "expert": ExpertAgent}
+
+def _spec(text: str) -> str:
+    """argparse type: a checked agent spec, its error shown as argparse shows a bad value."""
+    try:
+        return check_spec(text)
+    except AgentSpecError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m rummy500_env", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m rummy500_env",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--rules", default="standard", choices=sorted(PRESETS))
-    ap.add_argument("--players", nargs="+", default=["expert", "greedy"], choices=sorted(BOTS),
-                    help="one bot per seat (their number sets the players)")
+    ap.add_argument(
+        "--players",
+        nargs="+",
+        default=["expert", "greedy"],
+        type=_spec,
+        metavar="AGENT",
+        help=f"one agent per seat (their number sets the players): {ALLOWED}",
+    )
     ap.add_argument("--verbose", action="store_true", help="print every action")
     args = ap.parse_args(argv)
     rules = Rules.preset(args.rules, players=len(args.players))
-    bots = [BOTS[name](rules) for name in args.players]
+    bots = [make_agent(spec, rules, seed=seat) for seat, spec in enumerate(args.players)]
     env = raw_env(rules=rules)
     env.reset(seed=args.seed)
     game = env.game
@@ -41,12 +60,16 @@ def main(argv: list[str] | None = None) -> None:
         env.step(action)
         if "hand_scores" in env.infos[agent]:  # infos are cleared on the next step
             info = env.infos[agent]
-            print(f"{before}\n-> P{seat} plays '{text}': hand {info['hands_played']} ends, "
-                  f"scores {info['hand_scores']}, totals {info['totals']}\n")
+            print(
+                f"{before}\n-> P{seat} plays '{text}': hand {info['hands_played']} ends, "
+                f"scores {info['hand_scores']}, totals {info['totals']}\n"
+            )
     names = ", ".join(f"P{i} {n}" for i, n in enumerate(args.players))
     winner = env.infos["player_0"].get("winner")
-    print(f"final totals {game.totals} ({names}); winner: "
-          + ("none (a draw)" if winner is None else f"P{winner} {args.players[winner]}"))
+    print(
+        f"final totals {game.totals} ({names}); winner: "
+        + ("none (a draw)" if winner is None else f"P{winner} {args.players[winner]}")
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import pytest
 
 import rummy500_env
 from rummy500_env import Game, Rules
+from rummy500_env.actions import ActionCodec
 from rummy500_env.agents import (
     ExpertAgent,
     GreedyAgent,
@@ -16,27 +17,43 @@ from rummy500_env.agents import (
     SearchAgent,
     ViewDecoder,
 )
+from rummy500_env.agents.heuristics import layoff_value, partial_cards, plan, template_value
+from rummy500_env.agents.registry import make_agent
+from rummy500_env.engine.cards import parse_cards
+from rummy500_env.engine.melds import RUN_HIGH, RUN_LOW, SET, layoff_end, meld_value
 from rummy500_env.observation import ObservationEncoder
 from tests.helpers import SEEN, position, random_positions, reshuffle_hidden
 
-BOTS = {
-    "random": lambda rules: RandomAgent(0),
-    "greedy": GreedyAgent,
-    "expert": ExpertAgent,
-    "search": lambda rules: SearchAgent(rules, rollouts=2, seed=0),
-}
+BOTS = ["random", "greedy", "expert", "search:2"]
 
 
-@pytest.mark.parametrize("bot", list(BOTS))
+def bot(spec: str, rules: Rules):
+    """A bot built as the command lines build it (`make_agent`), seeded."""
+    return make_agent(spec, rules, seed=0)
+
+
+def choice(agent, **fields) -> str:
+    """The action `agent` picks, as text, for seat 0 of the position `position(**fields)`."""
+    g = Game.from_dict(position(**fields))
+    enc, codec = ObservationEncoder(g.rules), ActionCodec(g.rules)
+    return codec.action_to_str(g, agent.act(enc.encode(g, 0), codec.mask(g)))
+
+
+def game(**fields) -> Game:
+    """A position in the draw phase with `fields`, the players holding a card or two."""
+    return Game.from_dict(position(hands=["2S 3D", "4S 5D"], **fields))
+
+
+@pytest.mark.parametrize("bot_spec", BOTS)
 @pytest.mark.parametrize(
     ("preset", "players"), [("standard", 2), ("nordic", 3), ("fives", 4), ("pagat", 5), ("app", 2)]
 )
-def test_bots_only_ever_play_legal_actions(bot, preset, players):
+def test_bots_only_ever_play_legal_actions(bot_spec, preset, players):
     rules = Rules.preset(preset, players=players)
-    agent = BOTS[bot](rules)
+    agent = bot(bot_spec, rules)
     e = rummy500_env.raw_env(rules=rules, episode="hand")  # raw: an illegal id would raise
     steps = 0
-    for seed in range(2 if bot == "search" else 4):
+    for seed in range(2 if bot_spec.startswith("search") else 4):
         e.reset(seed=seed)
         while not all(e.terminations.values()) and steps < 3000:
             o = e.observe(e.agent_selection)
@@ -46,12 +63,10 @@ def test_bots_only_ever_play_legal_actions(bot, preset, players):
             steps += 1
 
 
-@pytest.mark.parametrize("bot", ["greedy", "expert", "search"])
-def test_bot_choice_does_not_change_when_only_hidden_information_changes(bot):
+@pytest.mark.parametrize("bot_spec", ["greedy", "expert", "search:2"])
+def test_bot_choice_does_not_change_when_only_hidden_information_changes(bot_spec):
     rules = Rules(players=3)
     enc = ObservationEncoder(rules)
-    from rummy500_env.actions import ActionCodec
-
     codec = ActionCodec(rules)
     rng = random.Random(1)
     checked = 0
@@ -59,8 +74,8 @@ def test_bot_choice_does_not_change_when_only_hidden_information_changes(bot):
         p = g.current_player
         h = reshuffle_hidden(g, p, rng)
         assert h.hand(p) == g.hand(p)
-        a1 = BOTS[bot](rules).act(enc.encode(g, p), codec.mask(g))
-        a2 = BOTS[bot](rules).act(enc.encode(h, p), codec.mask(h))
+        a1 = bot(bot_spec, rules).act(enc.encode(g, p), codec.mask(g))
+        a2 = bot(bot_spec, rules).act(enc.encode(h, p), codec.mask(h))
         assert a1 == a2
         checked += 1
     assert checked >= 10
@@ -93,7 +108,7 @@ def test_view_decodes_the_pile_order_exactly(fields):
         g = Game.new(rules, seed=seed)
         while g.phase in ("draw", "play"):
             for seat in range(rules.players):
-                assert dec.view(enc.encode_update(g, seat)).pile == g.pile[::-1]
+                assert dec.view(enc.encode(g, seat)).pile == g.pile[::-1]
             deepest = max(deepest, len(g.pile))
             twice += len(set(g.pile)) < len(g.pile)
             legal = g.legal_actions()
@@ -105,8 +120,6 @@ def test_view_decodes_the_pile_order_exactly(fields):
 def test_greedy_takes_the_top_discard_only_when_it_completes_a_meld():
     dec_rules = Rules()
     enc = ObservationEncoder(dec_rules)
-    from rummy500_env.actions import ActionCodec
-
     codec = ActionCodec(dec_rules)
     g = Game.from_dict(position(hands=["9S 9H 2C 5D", "5C 6C"], pile="4H 9D"))
     assert GreedyAgent().act(enc.encode(g, 0), codec.mask(g)) == codec.PILE  # take 9D
@@ -117,8 +130,6 @@ def test_greedy_takes_the_top_discard_only_when_it_completes_a_meld():
 def test_greedy_melds_first_and_discards_its_highest_loose_card():
     rules = Rules()
     enc = ObservationEncoder(rules)
-    from rummy500_env.actions import ActionCodec
-
     codec = ActionCodec(rules)
     g = Game.from_dict(position(hands=["9S 9H 9D KC 2D 3D", "5C 6C"], pile="4H", phase="play"))
     assert (
@@ -135,8 +146,6 @@ def test_greedy_melds_first_and_discards_its_highest_loose_card():
 def test_expert_never_feeds_an_opponent_meld_when_another_discard_will_do():
     rules = Rules()
     enc = ObservationEncoder(rules)
-    from rummy500_env.actions import ActionCodec
-
     codec = ActionCodec(rules)
     # Player 1 took QS and QH from the pile in view: QD would complete its set. Greedy sheds
     # the high queen; the expert throws the 4.
@@ -151,8 +160,6 @@ def test_expert_never_feeds_an_opponent_meld_when_another_discard_will_do():
 def test_search_agent_respects_its_rollout_budget_and_is_seeded():
     rules = Rules()
     enc = ObservationEncoder(rules)
-    from rummy500_env.actions import ActionCodec
-
     codec = ActionCodec(rules)
     g = Game.new(rules, seed=3)
     g.apply("draw")
@@ -181,3 +188,119 @@ def test_python_m_rummy500_env_shows_a_seeded_bot_game(capsys):
     assert "hand 1 ends" in out and "winner: P" in out
     main(["--seed", "3", "--players", "expert", "random"])
     assert capsys.readouterr().out == out
+
+
+def test_partial_cards_count_an_ace_next_to_a_king():
+    """Q-K-A is a run, so an ace held with a king (or a queen) is half a meld, as a king held
+    with an ace always was; Greedy used to throw the ace of AC KC away."""
+    cards = parse_cards
+    assert partial_cards(cards("AC KC 5D 9H 9S")) == set(cards("AC KC 9H 9S"))
+    assert partial_cards(cards("QC AC 7D")) == set(cards("QC AC"))
+    assert partial_cards(cards("AC 2D KD")) == set()  # runs never wrap or change suit
+    hand = {"hands": ["AC KC 5D 9H 9S", "4C 6C 8H 10S JD"], "pile": "4H", "phase": "play"}
+    assert choice(GreedyAgent(), **hand) == "discard 5D"
+
+
+def test_expert_holds_back_a_cheap_run_only_for_a_card_it_really_opens():
+    """A-2-3♦ takes only the 4♦ (a run never wraps, and the K♣ next to the A♦ in card ids is
+    another suit): the opponent's known K♣ is no reason to keep the run in hand; its 4♦ is."""
+    hand = ["AD 2D 3D 7S 9H", "KC 4C 5C 8H 10S JD"]
+    assert choice(ExpertAgent(), hands=hand, pile="4H", known=[[], ["KC"]], phase="play") == (
+        "meld AD 2D 3D"
+    )
+    hand[1] = "4D 4C 5C 8H 10S JD"
+    assert choice(ExpertAgent(), hands=hand, pile="4H", known=[[], ["4D"]], phase="play") == (
+        "discard 9H"
+    )
+
+
+def test_heuristic_values_are_the_engines_meld_values():
+    def template(text: str) -> int:
+        from rummy500_env.engine.melds import template_index
+
+        t = template_index(parse_cards(text))
+        assert t is not None
+        return t
+
+    assert template_value(template("AC 2C 3C"), "pip") == 1 + 2 + 3  # the ace low
+    assert template_value(template("AC 2C 3C"), "fives") == 5 + 5 + 5
+    assert template_value(template("QC KC AC"), "pip") == 10 + 10 + 15
+    table = game(melds=[("2C 3C 4C", 1), ("JD QD KD", 1), ("7S 7H 7D", 1)])
+    ac, ad, seven = parse_cards("AC AD 7C")
+    assert layoff_value(table.melds, ac, RUN_LOW, "pip") == 1
+    assert layoff_value(table.melds, ad, RUN_HIGH, "pip") == 15
+    assert layoff_value(table.melds, seven, SET, "pip") == 7
+    # The plan lays the ace off where it scores most: above J-Q-K, not below 2-3-4.
+    both = game(melds=[("2C 3C 4C", 1), ("JC QC KC", 1)])
+    value, used = plan([ac], both.melds, "pip")
+    assert (value, used[ac]) == (15, 1)
+
+
+def _table_seen_by(g: Game, seat: int) -> tuple[list, list[int]]:
+    """The melds the view of `seat` rebuilds, with owners made absolute, and the per-seat
+    points they score."""
+    rules = g.rules
+    v = ViewDecoder(rules).view(ObservationEncoder(rules).encode(g, seat))
+    n = rules.players
+    points = [0] * n
+    for m in v.table_melds:
+        for o, value in zip(m.owners, meld_value(m, rules.scoring), strict=True):
+            points[(o + seat) % n] += value
+    return list(v.table_melds), points
+
+
+@pytest.mark.parametrize(
+    ("melds", "shown"),
+    [
+        ([("AH 2H 3H 4H", 0), ("9H 10H JH QH KH", 1)], ["AH 2H 3H 4H", "9H 10H JH QH KH"]),
+        ([("2H 3H 4H", 0), ("9H 10H JH QH KH AH", 1)], ["2H 3H 4H", "9H 10H JH QH KH AH"]),
+        ([("2H 3H 4H 5H 6H", 0), ("7H 8H 9H", 1)], ["2H 3H 4H 5H 6H", "7H 8H 9H"]),
+        ([("6S 7S 8S", 1), ("QC KC AC", 0), ("9C 9D 9S", 1)], None),
+    ],
+)
+def test_the_view_rebuilds_the_table_where_only_its_lay_off_spots_tell(melds, shown):
+    """From the cards alone, A-2-3-4♥ with 9-K♥ looks like 2-3-4♥ with 9-A♥, and 2-6♥ with
+    7-9♥ like 2-9♥; the lay-off spots the seat sees (a run's ends, listed even when the card is
+    on the table) tell them apart, so the rebuilt melds are the engine's, owners included."""
+    g = game(melds=melds)
+    rebuilt, points = _table_seen_by(g, 0)
+    assert sorted(rebuilt) == sorted(g.melds)
+    assert points == g.table_points()
+    if shown is not None:
+        assert sorted(str(m) for m in rebuilt) == sorted(shown)
+
+
+@pytest.mark.parametrize("players", [2, 3])
+def test_the_view_rebuilds_every_one_deck_table_of_random_games(players):
+    """Random games that meld and lay off whenever they can: every seat's rebuilt table
+    offers the engine's lay-off spots and scores the engine's points, and `SearchAgent`
+    samples worlds on it that the engine's position check accepts."""
+    rules = Rules(players=players)
+    search = SearchAgent(rules, rollouts=1, seed=0)
+    enc, dec = ObservationEncoder(rules), ViewDecoder(rules)
+    checked = 0
+    for seed in range(4):
+        rng = random.Random(seed)
+        g = Game.new(rules, seed=seed)
+        while g.phase in ("draw", "play"):
+            seat = g.current_player
+            rebuilt, points = _table_seen_by(g, seat)
+            spots = {(layoff_end(m, c), c) for m in rebuilt for c in m.fits}
+            assert spots == {(layoff_end(m, c), c) for m in g.melds for c in m.fits}
+            assert points == g.table_points()
+            world = search.sample_world(dec.view(enc.encode(g, seat)))
+            assert world is not None and world.hand(0) == g.hand(seat)
+            checked += 1
+            legal = g.legal_actions()
+            puts = [a for a in legal if a.kind in ("meld", "layoff")]
+            g.apply(rng.choice(puts) if puts and rng.random() < 0.7 else rng.choice(legal))
+    assert checked > 200
+
+
+def test_search_rejects_a_view_no_position_fits():
+    rules = Rules()
+    g = Game.new(rules, seed=3)
+    v = ViewDecoder(rules).view(ObservationEncoder(rules).encode(g, 0))
+    assert SearchAgent(rules, rollouts=1, seed=0).sample_world(v) is not None
+    v.stock += 1  # one card more than the unseen cards can fill
+    assert SearchAgent(rules, rollouts=1, seed=0).sample_world(v) is None

@@ -7,7 +7,17 @@ import math
 
 import pytest
 
-from training.evaluate import Config, EvaluateError, elo, main, mean_ci, parse_args, run, wilson
+from rummy500_env.training.evaluate import (
+    Config,
+    EvaluateError,
+    elo,
+    main,
+    mean_ci,
+    parse_args,
+    run,
+    tasks_for,
+    wilson,
+)
 
 
 def test_wilson_interval_matches_known_values():
@@ -63,12 +73,30 @@ def test_cli_writes_json_csv_and_png(tmp_path, capsys):
     assert (tmp_path / "ratings.png").stat().st_size > 1000
 
 
-def test_three_player_tables_rotate_seats(tmp_path):
+def test_three_player_tables_rotate_seats_and_give_each_agent_the_extra_seat(tmp_path):
     cfg = Config(
         ["greedy", "random"], games=3, players=3, workers=1, out=str(tmp_path), episode="hand"
     )
-    seats = sorted(g["seats"] for g in run(cfg, progress=False)["games"])
-    assert seats == [[0, 0, 1], [0, 1, 0], [1, 0, 0]]
+    games = run(cfg, progress=False)["games"]
+    assert {g["deal"] for g in games} == {0}  # one deal, played in all six seatings
+    seats = sorted(g["seats"] for g in games)
+    assert seats == [[0, 0, 1], [0, 1, 0], [0, 1, 1], [1, 0, 0], [1, 0, 1], [1, 1, 0]]
+
+
+@pytest.mark.parametrize("players", [2, 3, 4, 5])
+def test_both_agents_get_the_same_seats_over_each_deal(players):
+    """Over a deal's games each agent holds as many seats as the other, and sits in every seat
+    as often: with 3 or 5 players the rotation alone gave one agent the extra seat every
+    time (A, B, A), so their win rates favoured it."""
+    tasks = tasks_for(Config(["greedy", "random"], games=20, players=players))
+    deals = {t.deal for t in tasks}
+    assert len(deals) >= 2
+    for deal in deals:
+        seatings = [t.seats for t in tasks if t.deal == deal]
+        assert len({tuple(s) for s in seatings}) == len(seatings)  # no game played twice
+        for seat in range(players):
+            sitting = [s[seat] for s in seatings]
+            assert sitting.count(0) == sitting.count(1)
 
 
 @pytest.mark.parametrize(
@@ -77,6 +105,7 @@ def test_three_player_tables_rotate_seats(tmp_path):
         (["greedy"], "at least two agents"),
         (["greedy", "wizard"], "unknown agent 'wizard'"),
         (["greedy", "search:fast"], "bad search budget"),
+        (["greedy", "search:50s"], "bad search budget in 'search:50s'"),
         (["greedy", "missing.pt"], "no checkpoint at 'missing.pt'"),
         (["greedy", "random", "--games", "0"], "--games 0"),
         (["greedy", "random", "--rules", "gin"], "--rules 'gin'"),

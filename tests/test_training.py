@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ pytest.importorskip("sb3_contrib")
 import torch
 
 from rummy500_env.agents.policy import PolicyAgent, PolicyLoadError
-from training.ppo import ConfigError, main, parse_args
+from rummy500_env.training.ppo import ConfigError, main, parse_args
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
@@ -107,7 +108,7 @@ sys.modules["stable_baselines3"] = None  # importing it now fails
 sys.modules["sb3_contrib"] = None
 from rummy500_env.agents.policy import PolicyAgent
 from rummy500_env.agents import GreedyAgent
-from training.arena import play
+from rummy500_env.training.arena import play
 agent = PolicyAgent.load({str(trained / "policy.pt")!r})
 result = play([agent, GreedyAgent()], "standard", seed=1, episode="hand")
 print("played", result.totals)
@@ -170,9 +171,9 @@ def test_corrupt_or_truncated_policy_files_give_clear_errors(trained, tmp_path, 
     elif damage == "not_policy":
         torch.save({"weights": torch.zeros(3)}, path)
     words = {
-        "truncate": "corrupt or truncated",
-        "garbage": "corrupt or truncated",
-        "not_policy": "not a rummy500 policy file",
+        "truncate": "is corrupt: a truncated or damaged zip archive",
+        "garbage": "is not a rummy500 policy file",
+        "not_policy": "is not a rummy500 policy file",
         "missing": "no policy file",
     }[damage]
     with pytest.raises(PolicyLoadError, match=words):
@@ -180,7 +181,7 @@ def test_corrupt_or_truncated_policy_files_give_clear_errors(trained, tmp_path, 
 
 
 def test_evaluate_accepts_the_exported_policy(trained, tmp_path):
-    from training.evaluate import main as evaluate
+    from rummy500_env.training.evaluate import main as evaluate
 
     assert (
         evaluate(
@@ -208,13 +209,38 @@ def test_evaluate_accepts_the_exported_policy(trained, tmp_path):
         (["--batch-size", "100000"], "batch_size=100000"),
         (["--resume", "/nonexistent/run"], "no run there"),
         (["--config", "/nonexistent.yaml"], "no config file"),
+        (["--config", "ppo_longer"], "give a packaged config (ppo, ppo_long)"),
+        (["--vf-coef", "-1"], "vf_coef=-1.0 is not allowed"),  # used to blame ent_coef
+        (["--ent-coef", "-1"], "ent_coef=-1.0 is not allowed"),
+        (["--eval-bots", "greedy", "search:50s"], "eval_bots=('greedy', 'search:50s')"),
     ],
 )
 def test_bad_config_values_are_clear_errors(argv, words, capsys):
-    with pytest.raises(ConfigError, match=words.replace("(", r"\(")):
+    with pytest.raises(ConfigError, match=re.escape(words)):
         parse_args(argv)
     assert main(argv) == 2
     assert words in capsys.readouterr().err
+
+
+def test_config_is_a_packaged_name_or_a_path(tmp_path):
+    args, resuming = parse_args(["--config", "ppo_long"])
+    assert (args.total_timesteps, args.learning_rate, resuming) == (300_000, 5e-5, False)
+    path = tmp_path / "c.yaml"
+    path.write_text("total_timesteps: 1234\n")
+    assert parse_args(["--config", str(path)])[0].total_timesteps == 1234
+
+
+def test_opponents_and_eval_bots_are_any_agent_specs():
+    from rummy500_env.agents import GreedyAgent, SearchAgent
+    from rummy500_env.training.ppo import Args, opponent_pool
+
+    args = Args(opponents={"greedy": 0.5, "search:5": 0.5, "self": 1.0}, eval_bots=("search:1",))
+    args.validate()
+    pool, weights = opponent_pool(args, snapshots=[])
+    assert [type(a) for a in pool] == [GreedyAgent, SearchAgent] and weights == [0.5, 0.5]
+    assert pool[1].rollouts == 5
+    with pytest.raises(ConfigError, match=r"opponents=\{'search:5s': 1.0\} is not allowed"):
+        Args(opponents={"search:5s": 1.0}).validate()
 
 
 def test_unknown_yaml_field_is_named(tmp_path):
@@ -226,7 +252,7 @@ def test_unknown_yaml_field_is_named(tmp_path):
 
 def test_a_second_run_into_the_same_folder_is_refused(trained):
     with pytest.raises(ConfigError, match="already holds a run"):
-        from training.ppo import train
+        from rummy500_env.training.ppo import train
 
         args, _ = parse_args([*TINY, "--run-dir", str(trained)])
         train(args)
@@ -236,7 +262,7 @@ def test_the_shipped_model_matches_the_current_encodings_and_plays_a_hand():
     """models/ must be retrained whenever the observation or action layout changes; loading
     refuses a stale file, so this fails until it is."""
     from rummy500_env.agents import GreedyAgent
-    from training.arena import play
+    from rummy500_env.training.arena import play
 
     agent = PolicyAgent.load(ROOT / "models" / "rummy500-ppo-standard.pt")
     result = play([agent, GreedyAgent()], "standard", seed=3, episode="hand")

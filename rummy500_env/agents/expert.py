@@ -5,11 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from rummy500_env.agents.greedy import GreedyAgent
-from rummy500_env.agents.heuristics import neighbours, plan, table_value, template_value
+from rummy500_env.agents.heuristics import TEMPLATE_MELDS, neighbours, plan, template_value
 from rummy500_env.agents.view import Decoded, View
-from rummy500_env.cards import rank_of
-from rummy500_env.melds import ACE, MELD_TEMPLATES
-from rummy500_env.rules import Rules
+from rummy500_env.engine.rules import Rules
 
 
 class ExpertAgent(GreedyAgent):
@@ -58,7 +56,7 @@ class ExpertAgent(GreedyAgent):
         """Points put down now, minus the taken cards left over weighted by the urgency, plus
         their prospects; a top card is still only taken to be used at once."""
         hand = view.hand + list(a.cards)
-        value, used = plan(hand, view.fits, view.values, self.fives)
+        value, used = plan(hand, view.table_melds, self.scoring)
         left = [c for c in a.cards if not used[c]]
         liability = sum(view.values[c] for c in left) * self.urgency(view) * self.dig_liability
         prospects = self.prospect_weight * sum(self.prospect(c, hand, view) for c in left)
@@ -70,7 +68,7 @@ class ExpertAgent(GreedyAgent):
     # --- play -----------------------------------------------------------------------------
 
     def choose_play(self, view: View, legal: list[Decoded]) -> Decoded:
-        values, w = view.values, self.urgency(view)
+        w = self.urgency(view)
         melds = [a for a in legal if a.kind == "meld"]
         if view.must_play is None and self.hold_back_melds:
             melds = [a for a in melds if not self.hold_back(view, a)]
@@ -78,45 +76,41 @@ class ExpertAgent(GreedyAgent):
             return max(melds, key=lambda a: self.meld_score(a, view))
         layoffs = [a for a in legal if a.kind == "layoff"]
         if view.must_play is None and w < 1.5:
-            # An ace laid off low scores 1 (or 5); early, keep one that has better prospects.
+            # An ace laid off low scores 1 (or 5): less on the table than in hand. Early, keep
+            # one that has better prospects.
             layoffs = [
                 a
                 for a in layoffs
                 if not (
-                    rank_of(a.cards[0]) == ACE
-                    and a.end == 1
+                    self.layoff_value(view, a) < view.values[a.cards[0]]
                     and self.prospect(a.cards[0], view.hand, view) > 3
                 )
             ]
         if layoffs:
-            return max(
-                layoffs, key=lambda a: table_value(a.cards[0], values, a.end == 1, self.fives)
-            )
+            return max(layoffs, key=lambda a: self.layoff_value(view, a))
         discards = [a for a in legal if a.kind == "discard"]
         if not discards:  # only held-back melds or kept aces are left: play them after all
             return max(legal, key=lambda a: a.id)
         return min(discards, key=lambda a: self.keep_score(a.cards[0], view, w))
 
     def meld_score(self, a: Decoded, view: View) -> float:
+        """The meld's table value, less 10 for a run that scores its ace low: a high ace or an
+        ace set is preferred when there is a choice."""
         t = a.id - self.decoder.codec.MELD
-        value = template_value(t, view.values, self.fives)
-        cards = MELD_TEMPLATES[t]
-        if t >= 52 and rank_of(cards[0]) == ACE:
-            value -= 10  # prefer a high ace or an ace set when there is a choice
-        return value
+        m = TEMPLATE_MELDS[t]
+        return template_value(t, self.scoring) - (10 if m.is_run and m.lo == 1 else 0)
 
     def hold_back(self, view: View, a: Decoded) -> bool:
         """Keep a cheap run in hand while the stock is long if laying it down would give a
         known opponent card a place to go."""
         t = a.id - self.decoder.codec.MELD
-        if t < 52 or view.stock < 0.6 * self.initial_stock or min(view.hand_sizes[1:]) < 5:
+        m = TEMPLATE_MELDS[t]
+        if not m.is_run or view.stock < 0.6 * self.initial_stock or min(view.hand_sizes[1:]) < 5:
             return False
-        if template_value(t, view.values, self.fives) >= 15:
+        if template_value(t, self.scoring) >= 15:
             return False
-        cards = MELD_TEMPLATES[t]
-        opened = {cards[0] - 1, cards[-1] + 1}
         known = {c for k in view.known for c in k}
-        return bool(opened & known)
+        return any(c in known for c in m.fits)  # the cards the new run would take
 
     # --- discard ----------------------------------------------------------------------------
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from rummy500_env.agents.heuristics import partial_cards, plan, table_value, template_value
+from rummy500_env.agents.heuristics import layoff_value, partial_cards, plan, template_value
 from rummy500_env.agents.view import Decoded, View, ViewDecoder
-from rummy500_env.rules import Rules
+from rummy500_env.engine.rules import Rules
 
 
 class GreedyAgent:
@@ -23,7 +23,7 @@ class GreedyAgent:
 
     def __init__(self, rules: Rules | str | dict[str, Any] = "standard") -> None:
         self.decoder = ViewDecoder(rules)
-        self.fives = self.decoder.rules.scoring == "fives"
+        self.scoring = self.decoder.rules.scoring
 
     def act(self, observation: np.ndarray[Any, Any], action_mask: np.ndarray[Any, Any]) -> int:
         view = self.decoder.view(observation)
@@ -36,7 +36,7 @@ class GreedyAgent:
 
     def choose_draw(self, view: View, legal: list[Decoded]) -> Decoded:
         """The pile take worth most (`pickup_value` > 0), else the stock, else decline."""
-        base, _ = plan(view.hand, view.fits, view.values, self.fives)
+        base, _ = plan(view.hand, view.table_melds, self.scoring)
         best, best_net = None, 0.0
         for a in legal:
             if a.kind in ("take", "dig"):
@@ -53,29 +53,29 @@ class GreedyAgent:
         """Net points of taking the pile down to `a`, given `base` points the hand can put
         down now: a top card only if it is used at once; a dig if what it puts down exceeds
         the value of the taken cards left over."""
-        value, used = plan(view.hand + list(a.cards), view.fits, view.values, self.fives)
+        value, used = plan(view.hand + list(a.cards), view.table_melds, self.scoring)
         gain = value - base
         if a.kind == "take":
             return gain if used[a.cards[0]] and gain > 0 else 0.0
         return gain - sum(view.values[c] for c in a.cards if not used[c])
 
     def choose_play(self, view: View, legal: list[Decoded]) -> Decoded:
-        values = view.values
         melds = [a for a in legal if a.kind == "meld"]
         if melds:
             return max(
-                melds,
-                key=lambda a: template_value(a.id - self.decoder.codec.MELD, values, self.fives),
+                melds, key=lambda a: template_value(a.id - self.decoder.codec.MELD, self.scoring)
             )
         layoffs = [a for a in legal if a.kind == "layoff"]
         if layoffs:
-            return max(
-                layoffs, key=lambda a: table_value(a.cards[0], values, a.end == 1, self.fives)
-            )
+            return max(layoffs, key=lambda a: self.layoff_value(view, a))
         discards = [a for a in legal if a.kind == "discard"]
         partial = partial_cards(view.hand)
         loose = [a for a in discards if a.cards[0] not in partial] or discards
-        return max(loose, key=lambda a: (values[a.cards[0]], a.cards[0]))
+        return max(loose, key=lambda a: (view.values[a.cards[0]], a.cards[0]))
+
+    def layoff_value(self, view: View, a: Decoded) -> int:
+        """What the lay-off `a` puts on the table (an ace laid below a 2 scores low)."""
+        return layoff_value(view.table_melds, a.cards[0], a.end, self.scoring)
 
     def __repr__(self) -> str:
         return "GreedyAgent()"

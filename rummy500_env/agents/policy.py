@@ -1,37 +1,60 @@
 """`PolicyAgent`: plays an exported policy file, with nothing but torch and this package.
 
-An exported policy is one ``torch.save`` file holding a dict:
+An exported policy is one ``torch.save`` file (a zip archive) holding a dict:
 
 ``format``            ``"rummy500-policy"``
-``format_version``    1
-``state_dict``        the weights of `PolicyNetwork` (tensors only)
+``format_version``    2 (version 1 had no checksum: see "Upgrading" below)
+``state_dict``        the weights of the network `build_network` makes (tensors only)
+``checksum``          ``"sha256:<hex>"`` of the weights (`weights_checksum`)
 ``metadata``          JSON-compatible: package version, observation and action encoding
                       versions and sizes, rules, network architecture, training config,
                       evaluation results
 
-It loads with ``torch.load(weights_only=True)`` (no pickled code runs) and is checked against
-the rules and encodings of this package before use.
+It loads with ``torch.load(weights_only=True)`` (no pickled code runs) and is checked before
+use: that it is a policy file at all, that its weights match their checksum (torch does not
+check the bytes it reads, so a damaged file would otherwise load and play badly), and that it
+was made for the rules and encodings asked for. Each failure is a `PolicyLoadError` naming the
+file: "no policy file", "not a rummy500 policy file", "corrupt", or stored vs current rules
+and encodings.
+
+Upgrading: a version-1 file is refused with the command that rewrites it in this format, the
+same weights and metadata plus the checksum::
+
+    python -m rummy500_env.agents.policy --upgrade models/rummy500-ppo-standard.pt
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import pickle
+import sys
+import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rummy500_env.actions import ENCODING_VERSION, ActionCodec
-from rummy500_env.errors import Rummy500Error
+from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.rules import Rules
 from rummy500_env.observation import OBSERVATION_VERSION, ObservationEncoder
-from rummy500_env.rules import Rules
 
 FORMAT = "rummy500-policy"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 ACTIVATIONS = ("tanh", "relu")
+ZIP_MAGIC = b"PK\x03\x04"
+"""The first bytes of a zip archive, which is what ``torch.save`` writes."""
+UPGRADE = "python -m rummy500_env.agents.policy --upgrade"
 
 
 class PolicyLoadError(Rummy500Error):
     """A policy file that is missing, corrupt, truncated, or made for other rules or encodings."""
+
+
+class PolicyInputError(Rummy500Error):
+    """An observation or action mask that is not what the policy takes; says what it expects."""
 
 
 def current_encoding(rules: Rules) -> dict[str, Any]:
@@ -57,66 +80,149 @@ def build_network(obs_size: int, net_arch: list[int], action_size: int, activati
     return nn.Sequential(nn.Sequential(*layers), nn.Linear(last, action_size))
 
 
-def save_policy(path: str | Path, network: Any, metadata: dict[str, Any]) -> None:
-    """Write a policy file atomically (a temporary file, then a rename)."""
+def weights_checksum(state_dict: Mapping[str, Any]) -> str:
+    """``"sha256:<hex>"`` over the tensors of a state dict in sorted key order: each one's
+    name, dtype, shape and bytes, so renaming, reshaping or changing any weight changes it."""
     import torch
 
-    path = Path(path)
+    h = hashlib.sha256()
+    for name in sorted(state_dict):
+        t = state_dict[name].detach().cpu().contiguous()
+        data = t.reshape(-1).view(torch.uint8).numpy().tobytes()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|{len(data)}|".encode())
+        h.update(data)
+    return "sha256:" + h.hexdigest()
+
+
+def save_policy(path: str | Path, network: Any, metadata: dict[str, Any]) -> None:
+    """Write a policy file (see the module docstring) atomically: a temporary file, then a
+    rename."""
+    state = {k: v.detach().cpu().clone() for k, v in network.state_dict().items()}
+    _write(Path(path), state, metadata)
+
+
+def _write(path: Path, state: dict[str, Any], metadata: dict[str, Any]) -> None:
+    import torch
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    state = {k: v.detach().cpu().clone() for k, v in network.state_dict().items()}
-    torch.save(
-        {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "state_dict": state,
-            "metadata": metadata,
-        },
-        tmp,
-    )
+    blob = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "state_dict": state,
+        "checksum": weights_checksum(state),
+        "metadata": metadata,
+    }
+    torch.save(blob, tmp)
     tmp.replace(path)
 
 
-def load_policy_file(path: str | Path) -> dict[str, Any]:
-    """Read and check the container of a policy file; errors say what is wrong with it."""
-    import pickle
-    import zipfile
-
+def _read(path: Path) -> dict[str, Any]:
+    """The dict a policy file holds, before any check of its contents; `PolicyLoadError` when
+    the file is missing, not a torch zip archive, or damaged."""
     import torch
 
-    path = Path(path)
     if not path.is_file():
         raise PolicyLoadError(f"no policy file at {str(path)!r}")
+    with open(path, "rb") as f:
+        magic = f.read(len(ZIP_MAGIC))
+    if magic != ZIP_MAGIC:
+        raise PolicyLoadError(
+            f"{str(path)!r} is not a rummy500 policy file: it is not a zip archive as torch.save "
+            "writes (text, or some other file?); export one with python -m training.ppo"
+        )
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        raise PolicyLoadError(
+            f"{str(path)!r} is corrupt: a truncated or damaged zip archive (its directory is "
+            "unreadable); copy or export it again"
+        ) from None
+    if not any(n.endswith("/data.pkl") for n in names):
+        raise PolicyLoadError(
+            f"{str(path)!r} is not a rummy500 policy file: a zip archive, but not one torch.save "
+            "wrote (a stable-baselines3 checkpoint? export the policy with python -m "
+            "training.ppo)"
+        )
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
-    except (
-        RuntimeError,
-        EOFError,
-        OSError,
-        ValueError,
-        pickle.UnpicklingError,
-        zipfile.BadZipFile,
-        KeyError,
-        AttributeError,
-    ) as e:
-        raise PolicyLoadError(
-            f"{str(path)!r} is not a readable rummy500 policy file (corrupt or truncated?): "
-            f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        ) from None
+    except pickle.UnpicklingError as e:
+        if "Unsupported global" in str(e):  # pickled Python objects, refused by weights_only
+            raise PolicyLoadError(
+                f"{str(path)!r} is not a rummy500 policy file: it holds Python objects, not "
+                "only tensors and plain data (a whole model saved with torch.save?)"
+            ) from None
+        raise _corrupt(path, e) from None
+    except Exception as e:  # damaged bytes surface from torch as many exception types
+        raise _corrupt(path, e) from None
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
         raise PolicyLoadError(
             f"{str(path)!r} is not a rummy500 policy file (no format={FORMAT!r}); export one "
             "with python -m training.ppo or training.ppo.export_policy"
         )
-    if blob.get("format_version") != FORMAT_VERSION:
+    return blob
+
+
+def _corrupt(path: Path, e: BaseException) -> PolicyLoadError:
+    first = str(e).splitlines()[0] if str(e) else ""
+    return PolicyLoadError(
+        f"{str(path)!r} is corrupt: torch could not read it ({type(e).__name__}: {first[:120]})"
+    )
+
+
+def load_policy_file(path: str | Path) -> dict[str, Any]:
+    """Read and check the container of a policy file: its format, version, parts and weights'
+    checksum. Errors name the file and what is wrong with it."""
+    path = Path(path)
+    blob = _read(path)
+    version = blob.get("format_version")
+    if version == 1:
         raise PolicyLoadError(
-            f"{str(path)!r} has format_version {blob.get('format_version')!r}; this package "
-            f"reads {FORMAT_VERSION}"
+            f"{str(path)!r} has format_version 1, without a checksum; this package reads "
+            f"{FORMAT_VERSION}. Upgrade it (same weights and metadata): {UPGRADE} {path}"
+        )
+    if version != FORMAT_VERSION:
+        raise PolicyLoadError(
+            f"{str(path)!r} has format_version {version!r}; this package reads {FORMAT_VERSION}"
+        )
+    for key in ("state_dict", "checksum", "metadata"):
+        if key not in blob:
+            raise PolicyLoadError(f"{str(path)!r} is corrupt: it lacks {key!r}")
+    try:
+        computed = weights_checksum(blob["state_dict"])
+    except (AttributeError, TypeError, RuntimeError):  # not a dict of tensors
+        computed = None
+    if computed != blob["checksum"]:
+        raise PolicyLoadError(
+            f"{str(path)!r} is corrupt: its weights do not match their checksum "
+            f"({blob['checksum']!r}); copy or export it again"
+        )
+    return blob
+
+
+def upgrade_policy_file(path: str | Path, out: str | Path | None = None) -> Path:
+    """Rewrite a format-1 policy file in the current format (the same weights and metadata,
+    plus their checksum), in place or to `out`; returns the path written. A file already in
+    the current format is only checked (and copied to `out` if given)."""
+    path = Path(path)
+    target = Path(out) if out is not None else path
+    blob = _read(path)
+    if blob.get("format_version") == FORMAT_VERSION:
+        load_policy_file(path)
+        if target != path:
+            target.write_bytes(path.read_bytes())
+        return target
+    if blob.get("format_version") != 1:
+        raise PolicyLoadError(
+            f"{str(path)!r} has format_version {blob.get('format_version')!r}: only 1 can be "
+            f"upgraded to {FORMAT_VERSION}"
         )
     for key in ("state_dict", "metadata"):
         if key not in blob:
-            raise PolicyLoadError(f"{str(path)!r} lacks {key!r}: the file is incomplete")
-    return blob
+            raise PolicyLoadError(f"{str(path)!r} is corrupt: it lacks {key!r}")
+    _write(target, dict(blob["state_dict"]), blob["metadata"])
+    return target
 
 
 class PolicyAgent:
@@ -144,6 +250,9 @@ class PolicyAgent:
         self.deterministic = deterministic
         self.path = path
         self.generator = torch.Generator().manual_seed(seed if seed is not None else 0)
+        linears = [m for m in network.modules() if isinstance(m, torch.nn.Linear)]
+        self.observation_size: int = linears[0].in_features
+        self.action_size: int = linears[-1].out_features
 
     @classmethod
     def load(
@@ -191,18 +300,38 @@ class PolicyAgent:
         return cls(net, meta, deterministic=deterministic, seed=seed, path=str(path))
 
     def act(self, observation: np.ndarray[Any, Any], action_mask: np.ndarray[Any, Any]) -> int:
+        """The policy's action: the most likely legal one, or a sample if not deterministic.
+
+        Raises `PolicyInputError` saying what it expects when the observation or the mask is
+        not one vector of this policy's size (the env's observation dict, a batch, the wrong
+        rules), or when the mask allows nothing.
+        """
         import torch
 
-        mask = np.asarray(action_mask, dtype=bool)
-        if not mask.any():
-            raise ValueError("the action mask has no legal action: is this agent to act?")
+        obs, mask = self._check(observation, action_mask)
         with torch.no_grad():
-            logits = self.network(torch.as_tensor(observation, dtype=torch.float32)[None])[0]
+            logits = self.network(torch.as_tensor(obs, dtype=torch.float32)[None])[0]
             logits = logits.masked_fill(~torch.as_tensor(mask), float("-inf"))
             if self.deterministic:
                 return int(torch.argmax(logits))
             probs = torch.softmax(logits, dim=-1)
             return int(torch.multinomial(probs, 1, generator=self.generator))
+
+    def _check(
+        self, observation: Any, action_mask: Any
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """The observation as a float vector and the mask as a bool vector, both checked."""
+        if isinstance(observation, Mapping):
+            raise PolicyInputError(
+                "PolicyAgent.act takes the observation vector and the action mask, not the "
+                f"env's observation dict (keys {sorted(observation)}): call "
+                "act(obs['observation'], obs['action_mask'])"
+            )
+        obs = _vector("observation", observation, self.observation_size)
+        mask = _vector("action_mask", action_mask, self.action_size).astype(bool)
+        if not mask.any():
+            raise PolicyInputError("the action mask has no legal action: is this agent to act?")
+        return obs, mask
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle by path when there is one (subprocess opponents reload the file)."""
@@ -222,3 +351,46 @@ class PolicyAgent:
 
     def __repr__(self) -> str:
         return f"PolicyAgent({self.path!r})"
+
+
+def _vector(name: str, value: Any, size: int) -> np.ndarray[Any, Any]:
+    """`value` as a numeric numpy vector of `size`, or `PolicyInputError` saying what was
+    expected and what came."""
+    arr = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) else None
+    if arr is None and hasattr(value, "__array__"):  # a torch tensor, for one
+        arr = np.asarray(value)
+    if arr is None or arr.dtype.kind not in "biuf":
+        raise PolicyInputError(
+            f"{name} must be a numeric numpy array of shape ({size},), got "
+            f"{type(value).__name__}" + (f" of {arr.dtype}" if arr is not None else "")
+        )
+    if arr.shape != (size,):
+        raise PolicyInputError(
+            f"{name} must have shape ({size},) for this policy, got shape {arr.shape}: pass one "
+            "position at a time, observed under the rules the policy was trained for"
+        )
+    return arr
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rummy500_env.agents.policy --upgrade FILE ...``: rewrite format-1 policy
+    files in the current format (see the module docstring)."""
+    ap = argparse.ArgumentParser(
+        prog="python -m rummy500_env.agents.policy",
+        description="Upgrade exported policy files to the current format (adds the checksum).",
+    )
+    ap.add_argument("--upgrade", nargs="+", metavar="FILE", required=True)
+    args = ap.parse_args(argv)
+    for name in args.upgrade:
+        try:
+            upgrade_policy_file(name)
+            load_policy_file(name)
+        except PolicyLoadError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(f"{name}: format_version {FORMAT_VERSION}, checksum verified")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -19,11 +19,12 @@ import numpy as np
 
 from rummy500_env.agents.expert import ExpertAgent
 from rummy500_env.agents.view import Decoded, View
-from rummy500_env.cards import multiset_of
-from rummy500_env.errors import IllegalActionError
-from rummy500_env.game import Game, meld_templates_in
-from rummy500_env.melds import MELD_TEMPLATES, hand_values, make_run, make_set
-from rummy500_env.rules import Rules
+from rummy500_env.engine.errors import IllegalActionError, InvalidPositionError
+from rummy500_env.engine.game import Game
+from rummy500_env.engine.melds import hand_values, starts_a_meld
+from rummy500_env.engine.notation import Action
+from rummy500_env.engine.positions import Position
+from rummy500_env.engine.rules import Rules
 
 
 class SearchAgent:
@@ -98,7 +99,7 @@ class SearchAgent:
         for a in cands:
             g = game.copy()
             try:
-                g._play(self.prior.decoder.codec.decode(g, a.id))
+                g.play_unchecked(self.prior.decoder.codec.decode(g, a.id))
             except IllegalActionError:
                 return None
             outcome.append(self._rollout(g, random.Random(seed)))
@@ -124,33 +125,40 @@ class SearchAgent:
     # --- sampling a world ------------------------------------------------------------------------
 
     def sample_world(self, view: View) -> Game | None:
-        """A full position consistent with the view: hidden cards dealt at random."""
+        """A full position consistent with the view: hidden cards dealt at random, the table
+        rebuilt from its cards. None when the view admits no such position (the engine's
+        position check says why; with two decks the table cannot always be rebuilt)."""
+        if view.phase not in ("draw", "play"):
+            return None
         n = self.rules.players
         unseen = view.unseen()
         self.rng.shuffle(unseen)
-        hands: list[list[int]] = [list(view.hand)]
+        hands = [tuple(view.hand)]
         for s in range(1, n):
             need = view.hand_sizes[s] - len(view.known[s - 1])
             if need < 0 or need > len(unseen):
                 return None
-            hands.append(list(view.known[s - 1]) + unseen[:need])
+            hands.append((*view.known[s - 1], *unseen[:need]))
             unseen = unseen[need:]
         if len(unseen) != view.stock:
             return None
-        g = Game(self.rules, self.rng.getrandbits(32))
-        for s in range(n):
-            g.one[s], g.two[s] = multiset_of(hands[s])
-            g.count[s] = len(hands[s])
-            g.known_one[s], g.known_two[s] = multiset_of(view.known[s - 1]) if s else (0, 0)
-        g.stock = unseen
-        g.pile = view.pile[::-1]
-        g.melds = _table_melds(view)
-        g.turn = 0
-        g.phase = view.phase
-        g.must_play, g.taken_top = view.must_play, view.no_discard
-        g.totals_before = [0] * n
-        g.turns = 0
-        return g
+        position = Position(
+            rules=self.rules,
+            hands=tuple(hands),
+            stock=tuple(unseen),
+            pile=tuple(view.pile[::-1]),
+            melds=view.table_melds,
+            known=((), *(tuple(k) for k in view.known)),
+            dealer=n - 1,
+            phase="draw" if view.phase == "draw" else "play",
+            taken_top=view.no_discard,
+            must_play=view.must_play,
+            seed=self.rng.getrandbits(32),
+        )
+        try:
+            return Game.from_position(position)
+        except InvalidPositionError:
+            return None
 
     # --- rollouts ------------------------------------------------------------------------------
 
@@ -160,7 +168,7 @@ class SearchAgent:
         for _ in range(400):  # a rollout that runs long is scored where it stands
             if g.phase not in ("draw", "play"):
                 break
-            g._play(_rollout_action(g, rng, values))
+            g.play_unchecked(_rollout_action(g, rng, values))
         scores = g.hand_scores()
         n = len(scores)
         return scores[0] - (sum(scores) - scores[0]) / (n - 1)
@@ -170,12 +178,12 @@ class SearchAgent:
         return f"SearchAgent({budget})"
 
 
-def _rollout_action(g: Game, rng: random.Random, values: tuple[int, ...]) -> Any:
+def _rollout_action(g: Game, rng: random.Random, values: tuple[int, ...]) -> Action:
     """Greedy rollout policy on the engine: draw, put everything down, shed high cards."""
     legal = g.legal_actions()
     if g.phase == "draw":
         for a in legal:
-            if a.kind == "take" and _completes(g, a):
+            if a.kind == "take" and _completes(g):
                 return a
         for a in legal:
             if a.kind in ("draw", "decline"):
@@ -194,75 +202,7 @@ def _rollout_action(g: Game, rng: random.Random, values: tuple[int, ...]) -> Any
     return rng.choice([a for a in discards if values[a.cards[0]] == top])
 
 
-def _completes(g: Game, a: Any) -> bool:
+def _completes(g: Game) -> bool:
+    """Whether the top discard fits a table meld or makes a three-card meld with the hand."""
     top = g.pile[-1]
-    one = g.one[g.turn] | 1 << top
-    return any(top in m.fits for m in g.melds) or any(
-        top in MELD_TEMPLATES[t] for t in meld_templates_in(one)
-    )
-
-
-def _table_melds(view: View) -> list[Any]:
-    """Rebuild the table's melds from the view: one set per rank, one run per stretch of
-    consecutive run cards of a suit. Adjacent runs merge, which changes neither what can be
-    laid off nor any card's value."""
-    n = len(view.table_owner)
-    owner_of: dict[int, list[int]] = {}
-    for seat in range(n):
-        for c in view.table_owner[seat]:
-            owner_of.setdefault(c, []).append(seat)
-    melds = []
-    by_rank: dict[int, list[int]] = {}
-    for c in view.table_set:
-        by_rank.setdefault(c % 13, []).append(c)
-    for rank, cards in sorted(by_rank.items()):
-        for chunk in _split_sets(cards):
-            melds.append(make_set(rank, tuple(chunk), tuple(owner_of[c].pop() for c in chunk)))
-    for s in range(4):
-        suit_cards = [c for c in view.table_run if c // 13 == s]
-        for lo, hi in _run_stretches(suit_cards):
-            cards = [s * 13 + (o - 1) % 13 for o in range(lo, hi + 1)]
-            owners = tuple(owner_of[c].pop() for c in cards)
-            melds.append(make_run(s, lo, hi, owners))
-    return melds
-
-
-def _run_stretches(cards: list[int]) -> list[tuple[int, int]]:
-    """Split one suit's run cards into runs of three or more (ordinals lo..hi). Each ace goes
-    low or high, whichever leaves no stretch shorter than three."""
-    aces = sum(1 for c in cards if c % 13 == 0)
-    base = [0] * 15
-    for c in cards:
-        if c % 13:
-            base[c % 13 + 1] += 1
-    best: list[tuple[int, int]] = []
-    for high in range(aces, -1, -1):  # how many aces sit high; prefer high
-        counts = base[:]
-        counts[14] += high
-        counts[1] += aces - high
-        runs: list[tuple[int, int]] = []
-        while any(counts):
-            lo = next(o for o in range(1, 15) if counts[o])
-            hi = lo
-            while hi + 1 < 15 and counts[hi + 1]:
-                hi += 1
-            for o in range(lo, hi + 1):
-                counts[o] -= 1
-            runs.append((lo, hi))
-        if all(hi - lo >= 2 for lo, hi in runs):
-            return runs
-        best = best or runs
-    return [r for r in best if r[1] - r[0] >= 2]
-
-
-def _split_sets(cards: list[int]) -> list[list[int]]:
-    """Cards of one rank into sets of distinct suits (two decks can hold two sets)."""
-    out: list[list[int]] = []
-    for c in sorted(cards):
-        for chunk in out:
-            if c not in chunk and len(chunk) < 4:
-                chunk.append(c)
-                break
-        else:
-            out.append([c])
-    return out
+    return any(top in m.fits for m in g.melds) or starts_a_meld(top, g.one[g.turn])

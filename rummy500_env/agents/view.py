@@ -2,20 +2,36 @@
 
 Bots read positions through a `View` rather than the engine, so they can only use what the
 seat sees (RULES.md §1: the pile is public; hands are not). The decoding is exact for every
-card feature; scores are restored from their scaled form.
+card feature; scores are restored from their scaled form. The table's melds are rebuilt from
+its cards and lay-off spots (`rebuild_table`), exactly with one deck.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from rummy500_env.actions import ActionCodec
-from rummy500_env.melds import MELD_TEMPLATES, hand_values
+from rummy500_env.agents.heuristics import TEMPLATE_MELDS
+from rummy500_env.engine.cards import Card, mask_of, suit_of
+from rummy500_env.engine.melds import (
+    MELD_TEMPLATES,
+    RUN_HIGH,
+    RUN_LOW,
+    Meld,
+    hand_values,
+    lay_off,
+    layoff_end,
+    meld_from_cards,
+    meld_templates_in,
+)
+from rummy500_env.engine.rules import Rules
 from rummy500_env.observation import ObservationEncoder
-from rummy500_env.rules import Rules
 
 
 @dataclass
@@ -59,6 +75,11 @@ class View:
         """Every card on the table."""
         return sorted(self.table_set + self.table_run)
 
+    @cached_property
+    def table_melds(self) -> tuple[Meld, ...]:
+        """The table's melds, rebuilt from its cards (see `rebuild_table`)."""
+        return rebuild_table(self.table_set, self.table_run, self.table_owner, self.fits)
+
     def unseen(self) -> list[int]:
         """Cards this seat has not seen: in the stock or in opponents' hands, not known."""
         counts = [self.rules.deck_count] * 52
@@ -83,7 +104,7 @@ class ViewDecoder:
 
         def cards(row: np.ndarray[Any, Any]) -> list[int]:
             counts = np.rint(row * d).astype(int)
-            return [c for c in np.flatnonzero(counts) for _ in range(counts[c])]
+            return [int(c) for c in np.flatnonzero(counts) for _ in range(counts[c])]
 
         places = v["pile_place"].ravel()
         at = np.flatnonzero(places)
@@ -134,3 +155,125 @@ class ViewDecoder:
     def legal(self, view: View, action_mask: np.ndarray[Any, Any]) -> list[Decoded]:
         """The legal actions of a mask, decoded."""
         return [self.decode(view, int(i)) for i in np.flatnonzero(action_mask)]
+
+
+def rebuild_table(
+    set_cards: Sequence[Card],
+    run_cards: Sequence[Card],
+    owners: Sequence[Sequence[Card]],
+    fits: Sequence[set[Card]] | None = None,
+) -> tuple[Meld, ...]:
+    """The melds of a table whose set cards, run cards and owners' cards (per seat) are known,
+    rebuilt as the engine builds them: three-card melds, then lay-offs; runs that continue
+    each other are joined.
+
+    The view's lay-off spots `fits` (rows `SET`, `RUN_LOW`, `RUN_HIGH`; a run's open end is
+    listed even when that card is on the table) settle what the cards alone cannot: whether
+    an ace sits low or high (A-2-3-4 with J-Q-K, or 2-3-4 with J-Q-K-A), and where two runs
+    meet (2-6♥ and 7-K♥ list 7♥ above one and 6♥ below the other). With one deck the rebuilt
+    table offers the same lay-offs and scores the same as the engine's. With two decks it may
+    not rebuild: the cards that fit nowhere are left out, and `SearchAgent` rejects the world.
+    """
+    owner_of: dict[Card, list[int]] = {}
+    for seat, cards in enumerate(owners):
+        for c in cards:
+            owner_of.setdefault(c, []).append(seat)
+    melds = _split(set_cards, runs=False, spots=None)
+    for suit in range(4):
+        spots = None
+        if fits is not None:
+            spots = {
+                (end, c) for end in (RUN_LOW, RUN_HIGH) for c in fits[end] if suit_of(c) == suit
+            }
+        melds += _split([c for c in run_cards if suit_of(c) == suit], runs=True, spots=spots)
+    out = []
+    for m in melds:  # the real owners, now that each card's meld is known
+        owned = tuple(owner_of[c].pop() if owner_of.get(c) else 0 for c in m.cards)
+        rebuilt = meld_from_cards(m.cards, owned)
+        if rebuilt is not None:
+            out.append(rebuilt)
+    return tuple(out)
+
+
+def _split(cards: Sequence[Card], runs: bool, spots: set[tuple[int, Card]] | None) -> list[Meld]:
+    """Split one kind of table cards (one suit's, for runs) into melds: the split with the aces
+    high or the one with them low, its joined runs cut where `spots` show two runs meeting,
+    whichever places every card and offers exactly the lay-off `spots` (end, card) if given;
+    the high one when both or neither do."""
+    whole = []
+    for ace_high in (True, False):
+        melds, left = _split_once(cards, runs, ace_high)
+        if not +left:
+            whole.append(melds if spots is None else [p for m in melds for p in _cut(m, spots)])
+    if not whole:
+        return _split_once(cards, runs, True)[0]
+    for melds in whole:
+        if spots is None or {(layoff_end(m, c), c) for m in melds for c in m.fits} == spots:
+            return melds
+    return whole[0]
+
+
+def _cut(m: Meld, spots: set[tuple[int, Card]]) -> list[Meld]:
+    """A joined run cut where the view shows two runs meeting: 2..K♥ with the spots 7♥ above
+    a run and 6♥ below one was 2-6♥ and 7-K♥."""
+    for i in range(3, len(m.cards) - 2) if m.is_run else ():
+        low, high = m.cards[:i], m.cards[i:]
+        if (RUN_HIGH, high[0]) in spots and (RUN_LOW, low[-1]) in spots:
+            a, b = meld_from_cards(low, m.owners[:i]), meld_from_cards(high, m.owners[i:])
+            if a is not None and b is not None:
+                return [a, *_cut(b, spots)]
+    return [m]
+
+
+def _split_once(
+    cards: Sequence[Card], runs: bool, ace_high: bool
+) -> tuple[list[Meld], Counter[Card]]:
+    """Meld three-card templates found among the cards left (high-ace runs first if
+    `ace_high`, else low-ace runs first), then lay off the rest where they fit. Returns the
+    melds and the cards that found no place."""
+    left = Counter(cards)
+    melds: list[Meld] = []
+    while True:
+        options = [
+            t
+            for t in meld_templates_in(mask_of(c for c, k in left.items() if k > 0))
+            if TEMPLATE_MELDS[t].is_run == runs
+        ]
+        if not options:
+            break
+        t = min(options, key=lambda t: (_ace_end(t) if ace_high else -_ace_end(t), t))
+        melds.append(TEMPLATE_MELDS[t])
+        left.subtract(TEMPLATE_MELDS[t].cards)
+    placed = True
+    while placed:
+        placed = False
+        for c in sorted(c for c, k in left.items() if k > 0):
+            i = next((i for i, m in enumerate(melds) if c in m.fits), None)
+            if i is not None:
+                melds[i] = lay_off(melds[i], c, 0)
+                left[c] -= 1
+                placed = True
+    return _join_runs(melds), left
+
+
+def _join_runs(melds: list[Meld]) -> list[Meld]:
+    """Join runs that continue each other (6-7-8 and 9-10-J into 6..J)."""
+    out: list[Meld] = []
+    for m in sorted(melds, key=lambda m: (m.is_run, m.suit, m.lo)):
+        joined = None
+        if out and out[-1].is_run and m.is_run:
+            joined = meld_from_cards(out[-1].cards + m.cards, out[-1].owners + m.owners)
+        if joined is not None:
+            out[-1] = joined
+        else:
+            out.append(m)
+    return out
+
+
+def _ace_end(t: int) -> int:
+    """-1 for a three-card run with its ace high (Q-K-A), 1 with its ace low (A-2-3), else 0:
+    the sort key that tries high aces first."""
+    m = TEMPLATE_MELDS[t]
+    if not m.is_run:
+        return 0
+    return -1 if m.hi == 14 else 1 if m.lo == 1 else 0

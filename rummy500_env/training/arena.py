@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rummy500_env.agents.base import Agent
-from rummy500_env.env import raw_env
-from rummy500_env.rules import Rules
+from rummy500_env.engine.rules import Rules
+from rummy500_env.rummy500_v0 import raw_env
 
 
 @dataclass

@@ -1,11 +1,15 @@
 """``python -m training.evaluate AGENT AGENT ...``: duplicate-deal tournaments that rank agents.
 
 AGENT is ``random``, ``greedy``, ``expert``, ``search[:BUDGET]`` (``search:50ms`` or
-``search:200`` rollouts) or the path of an exported policy (loaded by `PolicyAgent`).
+``search:200`` rollouts) or the path of an exported policy (loaded by `PolicyAgent`); see
+`rummy500_env.agents.registry`.
 
 Every pair of agents plays the same deals from every seat (two players: each deal twice, seats
-swapped; more players: the pair fills the table alternately and the seats rotate), so the luck
-of the deal cancels; margin intervals treat each deal (all its seatings) as one sample.
+swapped; more players: the pair fills the table alternately and the seats rotate, and with an
+odd number of players the other agent also takes the extra seat), so the luck of the deal and
+of the seat cancels; margin intervals treat each deal (all its seatings) as one sample. The
+games per pair are rounded up to whole deals.
+
 Games run in parallel, deterministically for a seed. The tool prints a table (games, wins,
 win rate with a 95% Wilson interval, mean points per hand, mean final margin with its 95%
 interval) and Elo ratings fitted by maximum likelihood (Bradley-Terry) with 95% intervals, and
@@ -29,69 +33,21 @@ from typing import Any
 
 import numpy as np
 
-from rummy500_env.agents import RandomAgent
-from rummy500_env.agents.base import Agent
-from rummy500_env.agents.expert import ExpertAgent
-from rummy500_env.agents.greedy import GreedyAgent
-from rummy500_env.errors import Rummy500Error
-from rummy500_env.rules import PRESETS, Rules
-from training.arena import play
-
-BUILTIN = ("random", "greedy", "expert", "search")
+from rummy500_env.agents.registry import check_spec, make_agent
+from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.rules import PRESETS, Rules
+from rummy500_env.training.arena import play
 
 
 class EvaluateError(Rummy500Error):
     """A bad command-line argument: says what was wrong and what is allowed."""
 
 
-def check_spec(spec: str) -> str:
-    """Validate an agent spec now (before any game), returning it unchanged."""
-    name, _, budget = spec.partition(":")
-    if name in ("random", "greedy", "expert") and not budget:
-        return spec
-    if name == "search":
-        if budget and not (budget.rstrip("ms").isdigit() and int(budget.rstrip("ms")) > 0):
-            raise EvaluateError(
-                f"bad search budget in {spec!r}: use search:50ms (milliseconds) or search:200 "
-                "(rollouts)"
-            )
-        return spec
-    path = Path(spec)
-    if path.suffix == ".pt" or path.exists():
-        if not path.is_file():
-            raise EvaluateError(f"no checkpoint at {spec!r}: give the path of an exported .pt file")
-        return spec
-    raise EvaluateError(
-        f"unknown agent {spec!r}: use one of {', '.join(BUILTIN)} (search:50ms, search:200) or "
-        "the path of an exported policy (.pt)"
-    )
-
-
-def make_agent(spec: str, rules: Rules, seed: int) -> Agent:
-    """Build the agent a spec names, seeded."""
-    name, _, budget = spec.partition(":")
-    if name == "random":
-        return RandomAgent(seed)
-    if name == "greedy":
-        return GreedyAgent(rules)
-    if name == "expert":
-        return ExpertAgent(rules)
-    if name == "search":
-        from rummy500_env.agents.search import SearchAgent
-
-        if budget.endswith("ms"):
-            return SearchAgent(rules, ms=float(budget[:-2]), seed=seed)
-        return SearchAgent(rules, rollouts=int(budget) if budget else None, seed=seed)
-    from rummy500_env.agents.policy import PolicyAgent
-
-    return PolicyAgent.load(spec, rules=rules, deterministic=True)
-
-
 @dataclass
 class Task:
     pair: int
     deal: int
-    rotation: int
+    rotation: int  # index of the seating in `seatings`
     seats: list[int]  # agent index (into the pair) of each seat
 
 
@@ -157,17 +113,35 @@ def _rules(cfg: Config) -> Rules:
     return Rules.preset(cfg.rules, players=cfg.players)
 
 
+def seatings(n: int) -> list[list[int]]:
+    """The seatings of one deal at a table of `n`: which agent of the pair (0 or 1) sits in
+    each seat.
+
+    The pair alternates round the table (0, 1, 0, ...) in every rotation. With an odd `n` that
+    gives one agent the extra seat every time, so the complementary seatings (1, 0, 1, ...) are
+    played too; then both agents sit in every seat equally often. A seating that repeats (a
+    rotation by two at an even table) is played once: the same deal and seats would replay the
+    same game.
+    """
+    out: list[list[int]] = []
+    for first in (0, 1):
+        for rotation in range(n):
+            seats = [((s + rotation) % n + first) % 2 for s in range(n)]
+            if seats not in out:
+                out.append(seats)
+    return out
+
+
 def tasks_for(cfg: Config) -> list[Task]:
-    """Every (pair, deal, seat rotation); a deal is played in every rotation."""
-    n = _rules(cfg).players
-    deals = math.ceil(cfg.games / n)
+    """Every (pair, deal, seating); a deal is played in every seating (see `seatings`)."""
+    patterns = seatings(_rules(cfg).players)
+    deals = math.ceil(cfg.games / len(patterns))
     out = []
     pairs = list(itertools.combinations(range(len(cfg.specs)), 2))
     for p in range(len(pairs)):
         for d in range(deals):
-            for rot in range(n):
-                seats = [((s + rot) % n) % 2 for s in range(n)]  # A, B, A, ... rotated
-                out.append(Task(p, d, rot, seats))
+            for rotation, seats in enumerate(patterns):
+                out.append(Task(p, d, rotation, seats))
     return out
 
 
@@ -423,7 +397,12 @@ def parse_args(argv: list[str] | None = None) -> Config:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("agents", nargs="+", metavar="AGENT")
-    ap.add_argument("--games", type=int, default=200, help="games per pair (default 200)")
+    ap.add_argument(
+        "--games",
+        type=int,
+        default=200,
+        help="games per pair, rounded up to whole deals (default 200)",
+    )
     ap.add_argument("--rules", default="standard", help=f"preset: {', '.join(PRESETS)}")
     ap.add_argument("--players", type=int, default=None, help="override the preset's players")
     ap.add_argument("--episode", default="game", help="game (to the target) or hand")

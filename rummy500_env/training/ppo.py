@@ -1,11 +1,11 @@
 """``python -m training.ppo``: self-play MaskablePPO that exports a policy anyone can load.
 
-Reads top to bottom: the arguments (a dataclass; `configs/ppo.yaml` is the default and every
-field can be overridden on the command line), then the pieces (environments, opponents,
+Reads top to bottom: the arguments (a dataclass; the packaged config `ppo` is the default and
+every field can be overridden on the command line), then the pieces (environments, opponents,
 behaviour-cloning warm start, callbacks, export), then `train`, which puts them together.
 
-    python -m training.ppo                                # configs/ppo.yaml
-    python -m training.ppo --config configs/ppo_long.yaml --run-dir runs/long
+    python -m training.ppo                                # the packaged config "ppo"
+    python -m training.ppo --config ppo_long --run-dir runs/long   # or a YAML file's path
     python -m training.ppo --total-timesteps 200000 --opponents.self 0.5
     python -m training.ppo --resume runs/ppo_standard_hand_s0    # after an interruption
 
@@ -31,13 +31,17 @@ from typing import Any
 import numpy as np
 
 import rummy500_env
-from rummy500_env.agents import ExpertAgent, GreedyAgent, RandomAgent
+from rummy500_env.agents.base import Agent
 from rummy500_env.agents.policy import PolicyAgent, build_network, current_encoding, save_policy
-from rummy500_env.errors import Rummy500Error
-from rummy500_env.rules import PRESETS, Rules
+from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
+from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.rules import PRESETS, Rules
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "ppo.yaml"
+CONFIGS = Path(__file__).resolve().parent / "configs"
+"""The packaged configs (YAML files of `Args` fields), installed with the package."""
+DEFAULT_CONFIG = "ppo"
 BOTS = ("random", "greedy", "expert")
+"""The default opponents and evaluation bots; any agent spec is allowed (see `check_spec`)."""
 
 
 class ConfigError(Rummy500Error):
@@ -83,7 +87,8 @@ class Args:
     opponents: dict[str, float] = field(
         default_factory=lambda: {"random": 0.1, "greedy": 0.4, "expert": 0.3, "self": 0.2}
     )
-    """Sampling weights of the opponent pool; "self" is shared by the frozen snapshots."""
+    """Sampling weights of the opponent pool, by agent spec (see `rummy500_env.agents.registry`);
+    "self" is shared by the frozen snapshots."""
     snapshot_every: int = 20_000
     """Timesteps between frozen snapshots of the learner added to the pool."""
     max_snapshots: int = 5
@@ -103,7 +108,7 @@ class Args:
     final_eval_games: int = 100
     """Games per bot in the final evaluation stored with the policy."""
     eval_bots: tuple[str, ...] = BOTS
-    """Bots to evaluate against."""
+    """Agent specs to evaluate against."""
     seed: int = 0
     """Seeds Python, numpy, torch and the environments."""
     run_dir: str | None = None
@@ -160,7 +165,8 @@ class Args:
         need(0 < self.gamma <= 1, "gamma", "use a number in (0, 1]")
         need(0 < self.gae_lambda <= 1, "gae_lambda", "use a number in (0, 1]")
         need(0 < self.clip_range < 1, "clip_range", "use a number in (0, 1)")
-        need(self.ent_coef >= 0 and self.vf_coef >= 0, "ent_coef", "use numbers >= 0")
+        need(self.ent_coef >= 0, "ent_coef", "use a number >= 0")
+        need(self.vf_coef >= 0, "vf_coef", "use a number >= 0")
         need(
             len(self.net_arch) >= 1 and all(w >= 1 for w in self.net_arch),
             "net_arch",
@@ -168,16 +174,16 @@ class Args:
         )
         need(self.activation in ("tanh", "relu"), "activation", "use 'tanh' or 'relu'")
         need(
-            set(self.opponents) <= {*BOTS, "self"}
+            all(name == "self" or _is_spec(name) for name in self.opponents)
             and all(w >= 0 for w in self.opponents.values())
             and sum(self.opponents.values()) > 0,
             "opponents",
-            "give weights >= 0 for random, greedy, expert, self, not all zero",
+            f"give weights >= 0, not all zero, to self (the snapshots) or agents: {ALLOWED}",
         )
         need(
-            set(self.eval_bots) <= set(BOTS) and len(self.eval_bots) >= 1,
+            all(_is_spec(name) for name in self.eval_bots) and len(self.eval_bots) >= 1,
             "eval_bots",
-            f"choose from {', '.join(BOTS)}",
+            f"give one or more agents: {ALLOWED}",
         )
         need(
             self.batch_size <= self.rollout_size,
@@ -186,15 +192,36 @@ class Args:
         )
 
 
+def _is_spec(name: str) -> bool:
+    try:
+        check_spec(name)
+    except AgentSpecError:
+        return False
+    return True
+
+
 # --- configuration
 
 
-def load_yaml(path: str | Path) -> dict[str, Any]:
+def config_path(name_or_path: str | Path) -> Path:
+    """A packaged config by name (``ppo``, ``ppo_long``), or a YAML file by path."""
+    packaged = CONFIGS / f"{name_or_path}.yaml"
+    if packaged.is_file():
+        return packaged
+    path = Path(name_or_path)
+    if not path.is_file():
+        names = sorted(p.stem for p in CONFIGS.glob("*.yaml"))
+        raise ConfigError(
+            f"no config file {str(name_or_path)!r}: give a packaged config ({', '.join(names)}) "
+            "or the path of a YAML file"
+        )
+    return path
+
+
+def load_yaml(name_or_path: str | Path) -> dict[str, Any]:
     import yaml
 
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"no config file at {str(path)!r}")
+    path = config_path(name_or_path)
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as e:
@@ -274,15 +301,11 @@ def make_env(args: Args, rank: int) -> Any:
     return thunk
 
 
-def opponent_pool(args: Args, snapshots: list[str]) -> tuple[list[Any], list[float]]:
-    """The pool and its weights: the bots, and the snapshots sharing the "self" weight."""
+def opponent_pool(args: Args, snapshots: list[str]) -> tuple[list[Agent], list[float]]:
+    """The pool and its weights: the agents named, and the snapshots sharing the "self"
+    weight."""
     rules = Rules.preset(args.rules)
-    makers = {
-        "random": RandomAgent,
-        "greedy": lambda: GreedyAgent(rules),
-        "expert": lambda: ExpertAgent(rules),
-    }
-    pool: list[Any] = []
+    pool: list[Agent] = []
     weights: list[float] = []
     for name, w in args.opponents.items():
         if w <= 0:
@@ -292,10 +315,10 @@ def opponent_pool(args: Args, snapshots: list[str]) -> tuple[list[Any], list[flo
                 pool.append(PolicyAgent.load(path, deterministic=False))
                 weights.append(w / len(snapshots))
         else:
-            pool.append(makers[name]())
+            pool.append(make_agent(name, rules, seed=args.seed + len(pool)))
             weights.append(w)
     if not pool:  # only "self" is weighted and no snapshot exists yet
-        pool, weights = [RandomAgent()], [1.0]
+        pool, weights = [make_agent("random", rules, seed=args.seed)], [1.0]
     return pool, weights
 
 
@@ -307,9 +330,12 @@ def collect_expert(args: Args, decisions: int) -> dict[str, np.ndarray]:
     from both seats against the bots."""
     rules = Rules.preset(args.rules)
     env = rummy500_env.raw_env(rules=rules, episode="hand")
-    expert = ExpertAgent(rules)
-    opponents = [GreedyAgent(rules), ExpertAgent(rules), RandomAgent(args.seed)]
-    obs_l, mask_l, act_l, ret_l = [], [], [], []
+    expert = make_agent("expert", rules, seed=args.seed)
+    opponents = [make_agent(name, rules, seed=args.seed) for name in ("greedy", "expert", "random")]
+    obs_l: list[np.ndarray[Any, Any]] = []
+    mask_l: list[np.ndarray[Any, Any]] = []
+    act_l: list[int] = []
+    ret_l: list[float] = []
     game = 0
     while len(act_l) < decisions:
         env.reset(seed=args.seed * 100_003 + game)
@@ -368,7 +394,7 @@ def behaviour_clone(
             loss = torch.nn.functional.cross_entropy(logits, act[idx])
             loss = loss + 0.5 * torch.nn.functional.mse_loss(values, ret[idx])
             opt.zero_grad()
-            loss.backward()
+            torch.autograd.backward(loss)  # loss.backward(), which torch leaves unannotated
             opt.step()
             total += loss.item() * len(idx)
             correct += int((logits.argmax(-1) == act[idx]).sum())
@@ -437,7 +463,7 @@ def _jsonable(args: Args) -> dict[str, Any]:
 
 def evaluate_policy_file(path: Path, args: Args, games: int, workers: int) -> dict[str, Any]:
     """Duplicate-deal games to the target against each bot (training.evaluate)."""
-    from training.evaluate import Config, run
+    from rummy500_env.training.evaluate import Config, run
 
     cfg = Config(
         [str(path), *args.eval_bots],

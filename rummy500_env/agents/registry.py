@@ -1,0 +1,120 @@
+"""Agent specs: the one place that turns a name such as ``expert`` or ``search:50ms`` into an agent.
+
+A spec is one of
+
+* ``random``, ``greedy``, ``expert``;
+* ``search`` (the default budget, 50 ms a decision), ``search:50ms`` (milliseconds a decision)
+  or ``search:200`` (sampled worlds a decision), the budget a positive whole number;
+* the path of an exported policy file (``.pt``, see `rummy500_env.agents.policy`).
+
+Every command line and config that names a bot (``python -m rummy500_env``,
+``training.evaluate``, ``training.ppo``) checks it with `check_spec` before any game starts, so
+a typo is one clear error instead of a crash in a worker process, and builds it with
+`make_agent`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from rummy500_env.agents.base import Agent
+from rummy500_env.agents.expert import ExpertAgent
+from rummy500_env.agents.greedy import GreedyAgent
+from rummy500_env.agents.random_agent import RandomAgent
+from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.rules import Rules
+
+BOTS = ("random", "greedy", "expert", "search")
+"""The built-in bots, weakest first."""
+ALLOWED = (
+    "random, greedy, expert, search (50 ms a decision), search:50ms (any positive whole number "
+    "of milliseconds a decision), search:200 (any positive whole number of sampled worlds a "
+    "decision), or the path of an exported policy file (.pt)"
+)
+"""What a spec may be, in the words every error about one uses."""
+_BUDGET = re.compile(r"(?P<n>[0-9]+)(?P<ms>ms)?")
+
+
+class AgentSpecError(Rummy500Error):
+    """An agent spec that names no agent; the message quotes it and lists what is allowed."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """A checked spec: which bot (or ``"policy"``) and, for search, its budget."""
+
+    kind: str
+    """One of `BOTS`, or ``"policy"`` for an exported policy file."""
+    ms: int | None = None
+    """Search: milliseconds a decision."""
+    rollouts: int | None = None
+    """Search: sampled worlds a decision."""
+    path: str | None = None
+    """Policy: the file."""
+
+
+def parse_spec(spec: str) -> AgentSpec:
+    """Read a spec strictly (see the module docstring); raises `AgentSpecError`."""
+    if not isinstance(spec, str):
+        raise AgentSpecError(f"an agent spec must be a string, got {spec!r}; use {ALLOWED}")
+    name, colon, budget = spec.partition(":")
+    if name in ("random", "greedy", "expert") and not colon:
+        return AgentSpec(name)
+    if name == "search":
+        if not colon:
+            return AgentSpec("search")
+        m = _BUDGET.fullmatch(budget)
+        if m is None or int(m["n"]) == 0:
+            raise AgentSpecError(
+                f"bad search budget in {spec!r}: give a positive whole number of milliseconds "
+                "(search:50ms) or of sampled worlds (search:200)"
+            )
+        n = int(m["n"])
+        return AgentSpec("search", ms=n) if m["ms"] else AgentSpec("search", rollouts=n)
+    path = Path(spec)
+    if path.suffix == ".pt" or path.exists():
+        if not path.is_file():
+            raise AgentSpecError(
+                f"no checkpoint at {spec!r}: give the path of an exported policy file (.pt)"
+            )
+        return AgentSpec("policy", path=spec)
+    raise AgentSpecError(f"unknown agent {spec!r}: use {ALLOWED}")
+
+
+def check_spec(spec: str) -> str:
+    """The spec unchanged if it names an agent; `AgentSpecError` saying what is allowed if not.
+
+    >>> check_spec("search:50ms")
+    'search:50ms'
+    >>> check_spec("search:50s")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rummy500_env.agents.registry.AgentSpecError: bad search budget in 'search:50s': ...
+    """
+    parse_spec(spec)
+    return spec
+
+
+def make_agent(spec: str, rules: Rules, seed: int) -> Agent:
+    """The agent a spec names, for `rules`, seeded with `seed` where it draws at random.
+
+    A policy file is loaded for `rules` and refused (`PolicyLoadError`) if it was trained for
+    other rules.
+    """
+    s = parse_spec(spec)
+    if s.kind == "random":
+        return RandomAgent(seed)
+    if s.kind == "greedy":
+        return GreedyAgent(rules)
+    if s.kind == "expert":
+        return ExpertAgent(rules)
+    if s.kind == "search":
+        from rummy500_env.agents.search import SearchAgent
+
+        ms = None if s.ms is None else float(s.ms)
+        return SearchAgent(rules, ms=ms, rollouts=s.rollouts, seed=seed)
+    from rummy500_env.agents.policy import PolicyAgent  # torch: only when a policy is named
+
+    return PolicyAgent.load(spec, rules=rules, deterministic=True)

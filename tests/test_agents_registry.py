@@ -1,0 +1,64 @@
+"""Agent specs: one registry checks and builds every bot a command line or config names."""
+
+from __future__ import annotations
+
+import pytest
+
+from rummy500_env import Rules
+from rummy500_env.agents import ExpertAgent, GreedyAgent, RandomAgent, SearchAgent
+from rummy500_env.agents.registry import AgentSpecError, check_spec, make_agent
+from rummy500_env.engine.errors import Rummy500Error
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind", "ms", "rollouts"),
+    [
+        ("random", RandomAgent, None, None),
+        ("greedy", GreedyAgent, None, None),
+        ("expert", ExpertAgent, None, None),
+        ("search", SearchAgent, 50.0, None),
+        ("search:50ms", SearchAgent, 50.0, None),
+        ("search:200", SearchAgent, None, 200),
+    ],
+)
+def test_each_spec_builds_its_agent(spec, kind, ms, rollouts):
+    assert check_spec(spec) == spec
+    agent = make_agent(spec, Rules(), seed=1)
+    assert type(agent) is kind
+    if kind is SearchAgent:
+        assert (agent.ms, agent.rollouts) == (ms, rollouts)
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("search:50s", "bad search budget in 'search:50s'"),  # used to pass, then crash
+        ("search:5m", "bad search budget in 'search:5m'"),
+        ("search:0ms", "bad search budget in 'search:0ms'"),
+        ("search:0", "bad search budget in 'search:0'"),
+        ("search:-3", "bad search budget in 'search:-3'"),
+        ("search:ms", "bad search budget in 'search:ms'"),
+        ("search:", "bad search budget in 'search:'"),
+        ("greedy:2", "unknown agent 'greedy:2'"),
+        ("wizard", "unknown agent 'wizard'"),
+        ("missing.pt", "no checkpoint at 'missing.pt'"),
+    ],
+)
+def test_a_bad_spec_is_refused_before_any_game_saying_what_is_allowed(spec, words):
+    with pytest.raises(AgentSpecError, match=words) as e:
+        check_spec(spec)
+    assert isinstance(e.value, Rummy500Error)
+    if not spec.endswith(".pt"):
+        assert "search:50ms" in str(e.value) and "search:200" in str(e.value)
+    with pytest.raises(AgentSpecError):
+        make_agent(spec, Rules(), seed=0)
+
+
+def test_python_m_rummy500_env_takes_any_spec_and_refuses_a_bad_one(capsys):
+    from rummy500_env.__main__ import main
+
+    main(["--seed", "3", "--players", "search:1", "random", "greedy"])
+    assert "final totals" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--players", "expert", "search:50s"])
+    assert "bad search budget in 'search:50s'" in capsys.readouterr().err

@@ -1,0 +1,146 @@
+"""Exported policy files: the shipped model, its checksum, the upgrade from format 1, and the
+errors a user meets with a damaged file or wrong inputs (each message names what is wrong)."""
+
+from __future__ import annotations
+
+import os
+import struct
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rummy500_env.agents.policy import (  # noqa: E402 - after the torch check
+    FORMAT_VERSION,
+    PolicyAgent,
+    PolicyInputError,
+    PolicyLoadError,
+    load_policy_file,
+    main,
+    upgrade_policy_file,
+    weights_checksum,
+)
+
+SHIPPED = Path(__file__).resolve().parents[1] / "models" / "rummy500-ppo-standard.pt"
+
+
+def weights_offset(path: Path) -> int:
+    """Offset of a byte in the middle of the largest weight tensor of a torch zip file (the
+    records are stored uncompressed, so this byte is part of a weight)."""
+    data = path.read_bytes()
+    with zipfile.ZipFile(path) as z:
+        info = max((i for i in z.infolist() if "/data/" in i.filename), key=lambda i: i.file_size)
+    name_len, extra_len = struct.unpack(
+        "<HH", data[info.header_offset + 26 : info.header_offset + 30]
+    )
+    return info.header_offset + 30 + name_len + extra_len + info.file_size // 2
+
+
+def test_the_shipped_model_loads_and_passes_its_checksum():
+    blob = load_policy_file(SHIPPED)
+    assert blob["format_version"] == FORMAT_VERSION
+    assert blob["checksum"] == weights_checksum(blob["state_dict"])
+    agent = PolicyAgent.load(SHIPPED, rules="standard")
+    assert agent.metadata["encoding"]["observation_size"] == agent.observation_size == 748
+
+
+def test_one_flipped_byte_in_the_shipped_weights_is_reported_corrupt(tmp_path):
+    data = bytearray(SHIPPED.read_bytes())
+    data[weights_offset(SHIPPED)] ^= 0x01
+    bad = tmp_path / "flipped.pt"
+    bad.write_bytes(bytes(data))
+    torch.load(bad, weights_only=True)  # torch itself reads it without complaint
+    with pytest.raises(PolicyLoadError, match=r"flipped\.pt' is corrupt: its weights do not match"):
+        PolicyAgent.load(bad)
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        ("random_bytes", "is not a rummy500 policy file: it is not a zip archive"),
+        ("text", "is not a rummy500 policy file: it is not a zip archive"),
+        ("truncated", "is corrupt: a truncated or damaged zip archive"),
+        ("torch_file_of_something_else", "is not a rummy500 policy file (no format="),
+        ("pickled_module", "is not a rummy500 policy file: it holds Python objects"),
+        ("missing", "no policy file at"),
+    ],
+)
+def test_a_file_that_is_no_policy_says_which_file_and_what_is_wrong(tmp_path, damage, words):
+    path = tmp_path / "p.pt"
+    if damage == "random_bytes":
+        path.write_bytes(os.urandom(4096))
+    elif damage == "text":
+        path.write_text("epochs: 3\nlearning_rate: 0.1\n")  # torch said "KeyError: 101"
+    elif damage == "truncated":
+        path.write_bytes(SHIPPED.read_bytes()[: SHIPPED.stat().st_size // 2])
+    elif damage == "torch_file_of_something_else":
+        torch.save({"weights": torch.zeros(3)}, path)
+    elif damage == "pickled_module":
+        torch.save(torch.nn.Linear(2, 2), path)
+    with pytest.raises(PolicyLoadError) as e:
+        PolicyAgent.load(path)
+    assert words in str(e.value) and repr(str(path)) in str(e.value)
+    assert "weights_only" not in str(e.value)  # torch's advice is not for this user
+
+
+def test_a_format_1_file_is_refused_with_the_upgrade_command_and_upgrades_to_the_same_policy(
+    tmp_path,
+):
+    blob = torch.load(SHIPPED, weights_only=True)
+    old = tmp_path / "old.pt"
+    torch.save({k: v for k, v in blob.items() if k != "checksum"} | {"format_version": 1}, old)
+    with pytest.raises(PolicyLoadError, match=r"format_version 1.*--upgrade .*old\.pt"):
+        PolicyAgent.load(old)
+    assert main(["--upgrade", str(old)]) == 0
+    new = load_policy_file(old)
+    assert new["metadata"] == blob["metadata"]
+    assert all(torch.equal(new["state_dict"][k], v) for k, v in blob["state_dict"].items())
+    assert upgrade_policy_file(old) == old  # already current: checked, left as it is
+
+
+def test_a_policy_for_other_rules_says_so_at_load():
+    with pytest.raises(PolicyLoadError, match=r"other rules:\n  stored: .*\n  current: "):
+        PolicyAgent.load(SHIPPED, rules="nordic")
+
+
+@pytest.fixture(scope="module")
+def agent() -> PolicyAgent:
+    return PolicyAgent.load(SHIPPED)
+
+
+OBS, MASK = np.zeros(748, np.float32), np.ones(360, np.int8)
+
+
+@pytest.mark.parametrize(
+    ("observation", "mask", "words"),
+    [
+        (
+            np.zeros(700, np.float32),
+            MASK,
+            r"observation must have shape \(748,\).*got shape \(700,\)",
+        ),
+        (np.zeros((4, 748), np.float32), MASK, r"shape \(748,\).*got shape \(4, 748\)"),
+        (OBS, np.ones(300, np.int8), r"action_mask must have shape \(360,\).*got shape \(300,\)"),
+        (
+            "hand: 9S 9H",
+            MASK,
+            r"observation must be a numeric numpy array of shape \(748,\), got str",
+        ),
+        (OBS, np.zeros(360, np.int8), "no legal action"),
+    ],
+)
+def test_act_says_what_it_expects_when_the_input_is_wrong(agent, observation, mask, words):
+    with pytest.raises(PolicyInputError, match=words):
+        agent.act(observation, mask)
+
+
+def test_act_given_the_env_observation_dict_says_to_pass_its_parts(agent):
+    obs = {"observation": OBS, "action_mask": MASK}
+    with pytest.raises(
+        PolicyInputError, match=r"act\(obs\['observation'\], obs\['action_mask'\]\)"
+    ):
+        agent.act(obs, MASK)
+    assert MASK[agent.act(obs["observation"], obs["action_mask"])] == 1
