@@ -9,6 +9,8 @@ least 5% of a `raw_env` step:
 
 * updating instead of re-encoding: `encode` costs about 4x `encode_update`;
 * single values written through a memoryview: several times cheaper than numpy indexing;
+* a count that changed for one card (a draw, a discard) rewritten without a loop over the
+  changed mask: 12% of the instructions of a `raw_env` step (callgrind, random play);
 * meld parts memoised by value: melds are immutable and recur hand after hand (encode_update
   6.1 -> 5.4 us, a `raw_env` step 18.4 -> 17.3 us);
 * one table block shared by all observers, copied rotated when the melds change, instead of
@@ -136,6 +138,10 @@ class IncrementalEncoder(ObservationEncoder):
     def _recount(self, mv: Any, base: int, changed: int, one: int, two: int) -> None:
         """Rewrite the count features of the `changed` cards from the multiset (one, two)."""
         h = self.inv_decks
+        if changed & (changed - 1) == 0:  # one card, the common case: no loop
+            c = changed.bit_length() - 1
+            mv[base + c] = ((one >> c & 1) + (two >> c & 1)) * h
+            return
         for c in cards_in(changed):
             mv[base + c] = ((one >> c & 1) + (two >> c & 1)) * h
 

@@ -76,7 +76,6 @@ class Game:
     __slots__ = (
         "_fits_memo",
         "_legal",
-        "_legal_set",
         "_scores",
         "count",
         "dealer",
@@ -125,7 +124,6 @@ class Game:
     def _forget(self) -> None:
         """Drop the caches derived from the position (after any change to it)."""
         self._legal: list[Action] | None = None
-        self._legal_set: set[Action] | None = None
         self._fits_memo: tuple[list[Meld], int] | None = None
         self._scores: list[int] | None = None  # the final hand scores, once the hand is over
 
@@ -337,9 +335,9 @@ class Game:
         """`card` can be the first thing put down from a hand holding the cards of the mask
         `held` (`size` cards in all), in a new meld or laid off on a table meld, leaving a
         card to discard where that is required (§3, the first two items)."""
-        if self._leaves_a_card(size, 3) and starts_a_meld(card, held):
+        if starts_a_meld(card, held) and self._leaves_a_card(size, 3):
             return True
-        return self._leaves_a_card(size, 1) and self._table_fits() >> card & 1 == 1
+        return self._table_fits() >> card & 1 == 1 and self._leaves_a_card(size, 1)
 
     def _may_take_top(self) -> bool:
         """The top card may be taken: always, unless the take carries the dig obligation and
@@ -616,9 +614,8 @@ class Game:
         naming the rule, for an action the rules forbid now; the position is then unchanged.
         """
         a = action if isinstance(action, Action) else Action.parse(action)
-        if self._legal_set is None:
-            self._legal_set = set(self._legal if self._legal is not None else self.legal_actions())
-        if a not in self._legal_set:
+        legal = self._legal if self._legal is not None else self.legal_actions()
+        if a not in legal:  # a list: an action taken from it is found by identity at once
             why = self.why_illegal(a)
             if why is not None:
                 raise IllegalActionError(f"{a} is illegal: {why} [{self._brief()}]")
@@ -629,7 +626,7 @@ class Game:
         for callers that took it from `legal_actions` or a mask built from it (the env, search
         rollouts). Anything else goes through `apply`; an illegal action here corrupts the
         position."""
-        self._legal = self._legal_set = None
+        self._legal = None
         self._APPLY[action.kind](self, action)
 
     def _apply_draw(self, a: Action) -> None:
@@ -749,7 +746,7 @@ class Game:
         totals = self.totals
         if limit_reached or game_winner(self.rules, totals, self.went_out, False) is not None:
             self.phase = "game_over"
-        self._legal = self._legal_set = None
+        self._legal = None
 
     # --- text ----------------------------------------------------------------------------------
 
