@@ -2,8 +2,8 @@
 
 Prints decisions/s and hands/s of the engine under random legal play, AEC steps/s of the
 PettingZoo env (``raw_env`` and the wrapped ``env()``), and, when the peers' virtual
-environment exists (``shared/benchmarks/setup_anchors.sh``), the peers measured in the same
-run, with our/peer ratios. Speed targets live here, never in timed tests.
+environment exists (``ANCHORS_VENV``; their benchmark script at ``ANCHORS_SCRIPT``), the peers
+measured in the same run, with our/peer ratios. Speed targets live here, never in timed tests.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from typing import Any
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.rules import PRESETS, Rules
 
+_DEFAULT_ANCHORS_SCRIPT = Path(__file__).resolve().parents[2] / "shared/benchmarks/anchors_bench.py"
+"""Where a development checkout finds the peers' benchmark (beside the repository)."""
 ANCHORS_VENV = Path(os.environ.get("ANCHORS_VENV") or Path(tempfile.gettempdir()) / "anchors-venv")
 # engine, raw env, wrapped env: the peer each one is measured against (issues 2 and 3).
 PEERS = {
@@ -134,7 +136,7 @@ def all_games_end(games: int) -> dict[str, int]:
 def run_anchors(names: list[str], seconds: float) -> dict[str, Any]:
     """Measure the peers with shared/benchmarks/anchors_bench.py, if its venv exists."""
     python = ANCHORS_VENV / "bin" / "python"
-    script = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "anchors_bench.py"
+    script = Path(os.environ.get("ANCHORS_SCRIPT") or _DEFAULT_ANCHORS_SCRIPT)
     if not python.exists() or not script.exists():
         return {}
     cmd = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,9 +16,12 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     out = tmp_path_factory.mktemp("wheel")
+    source = out / "source"  # a copy: building in place would leave build/ in the checkout
+    skip = shutil.ignore_patterns(".*", "build", "runs", "*.egg-info", "__pycache__")
+    shutil.copytree(ROOT, source, ignore=skip)
     pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
     subprocess.run(
-        [*pip_wheel, "-q", "-w", str(out), str(ROOT)],
+        [*pip_wheel, "-q", "-w", str(out), str(source)],
         check=True,
         capture_output=True,
     )

@@ -1,7 +1,7 @@
 """`View`: what one seat may know, decoded from its observation vector.
 
 Bots read positions through a `View` rather than the engine, so they can only use what the
-seat sees (RULES.md §1: the pile is public; hands are not). The decoding is exact for every
+seat sees (docs/rules.md §1: the pile is public; hands are not). The decoding is exact for every
 card feature; scores are restored from their scaled form. The table's melds are rebuilt from
 its cards and lay-off spots (`rebuild_table`), exactly with one deck.
 """
