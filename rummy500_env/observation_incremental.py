@@ -13,8 +13,9 @@ least 5% of a `raw_env` step:
   changed mask: 12% of the instructions of a `raw_env` step (callgrind, random play);
 * meld parts memoised by value: melds are immutable and recur hand after hand (encode_update
   6.1 -> 5.4 us, a `raw_env` step 18.4 -> 17.3 us);
-* one table block shared by all observers, copied rotated when the melds change, instead of
-  every observer recomputing it.
+* one table block shared by all observers, updated by the melds that changed and copied
+  rotated, instead of every observer rewriting its table from the melds: 15% of the
+  instructions of a `raw_env` step (callgrind, random play).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class IncrementalEncoder(ObservationEncoder):
             operator.itemgetter(*(p for p in range(n) if p != o)) for o in range(n)
         ]
         """For each observer, a getter of the opponents' entries of a per-seat list."""
+        self._deck_size = rules.deck_size  # a property: read once here, not at every step
         self._forget()
 
     def _forget(self) -> None:
@@ -122,7 +124,7 @@ class IncrementalEncoder(ObservationEncoder):
                 mv[i] = count[p] / 52.0
                 i += 1
             last.count = count[:]
-        i, deck = at["stock_pile"], self.rules.deck_size
+        i, deck = at["stock_pile"], self._deck_size
         mv[i] = len(game.stock) / deck
         mv[i + 1] = len(game.pile) / deck
         if game.turns != last.turns or game.hands_played != last.hands:  # at most once a turn

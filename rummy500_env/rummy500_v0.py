@@ -249,13 +249,16 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
     # --- observation -----------------------------------------------------------------------
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        game = self._require_game()
-        seat = self.agent_name_mapping.get(agent)
-        if seat is None:
-            raise Rummy500Error(f"unknown agent {agent!r}; agents are {self.possible_agents}")
+        try:
+            seat = self.agent_name_mapping[agent]
+        except KeyError:
+            raise Rummy500Error(
+                f"unknown agent {agent!r}; agents are {self.possible_agents}"
+            ) from None
         cached = self._obs_cache.get(seat)
         if cached is not None:
             return cached
+        game = self._require_game()
         mask = bytearray(self._n_actions)  # filled byte by byte: cheaper than numpy indexing
         if agent == self.agent_selection and not (
             self.terminations[agent] or self.truncations[agent]
