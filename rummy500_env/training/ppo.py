@@ -737,7 +737,7 @@ def train(args: Args, resume: bool = False) -> Path:
         print(f"copied the policy to {args.export}")
     print(
         f"saved {policy} ({model.num_timesteps} timesteps, {state['wall_s']:.0f}s); "
-        f"evaluate it with: python -m training.evaluate {policy} greedy expert"
+        f"evaluate it with: python -m rummy500_env.training.evaluate {policy} greedy expert"
     )
     return policy
 
