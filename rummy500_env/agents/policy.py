@@ -317,6 +317,40 @@ class PolicyAgent:
             probs = torch.softmax(logits, dim=-1)
             return int(torch.multinomial(probs, 1, generator=self.generator))
 
+    def act_batch(
+        self, observations: np.ndarray[Any, Any], action_masks: np.ndarray[Any, Any]
+    ) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """`act` for many positions in one forward pass (batched self-play asks a frozen
+        opponent this way): rows of observations and of masks."""
+        import torch
+
+        obs = np.asarray(observations, dtype=np.float32)
+        masks = np.asarray(action_masks, dtype=bool)
+        if (
+            obs.ndim != 2
+            or obs.shape[1] != self.observation_size
+            or masks.shape
+            != (
+                len(obs),
+                self.action_size,
+            )
+        ):
+            raise PolicyInputError(
+                f"act_batch takes observations of shape (k, {self.observation_size}) and masks "
+                f"of shape (k, {self.action_size}); got {obs.shape} and {masks.shape}"
+            )
+        if not masks.any(axis=1).all():
+            raise PolicyInputError("an action mask has no legal action: is this agent to act?")
+        with torch.no_grad():
+            logits = self.network(torch.as_tensor(obs))
+            logits = logits.masked_fill(~torch.as_tensor(masks), float("-inf"))
+            if self.deterministic:
+                picks = logits.argmax(dim=-1)
+            else:
+                probs = torch.softmax(logits, -1)
+                picks = torch.multinomial(probs, 1, generator=self.generator).squeeze(1)
+        return np.asarray(picks.numpy(), dtype=np.int64)
+
     def _check(
         self, observation: Any, action_mask: Any
     ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:

@@ -1,0 +1,243 @@
+"""`SelfPlayGames`: many games in one process, one learning seat in each, stepped as a batch.
+
+The learner's decisions of all games come out as one array (one forward of its network per
+step); the opponents play inside `step`, in rounds: in each round every game whose turn is an
+opponent's asks it, and a policy opponent answers all the games it sits in with one forward
+(`act_batch`), a bot one game at a time. Games that end are dealt again at once (the seat and
+the opponents drawn anew), so every row always holds a learner decision.
+
+Each game is a `Rummy500Env` (the bare AEC env), so rewards, hand and game ends, truncation
+and seeding are exactly the env's; this module only schedules who acts.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from rummy500_env.agents.base import Agent
+from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.rules import Rules
+from rummy500_env.rummy500_v0 import Rummy500Env
+
+MAX_ROUNDS = 10_000
+"""Opponent rounds one step may take before it gives up (a pool that never lets the learner
+act would otherwise loop for ever)."""
+FloatArray = np.ndarray[Any, np.dtype[np.float32]]
+BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
+IntArray = np.ndarray[Any, np.dtype[np.int64]]
+
+
+class BatchAgent(Protocol):
+    """An agent that answers many positions at once (`PolicyAgent` does)."""
+
+    def act_batch(self, observations: FloatArray, action_masks: BoolArray) -> IntArray: ...
+
+
+def act_batch(agent: Agent, observations: FloatArray, action_masks: BoolArray) -> IntArray:
+    """The agent's actions for a batch of positions: one call of its `act_batch` if it has
+    one, else `act` row by row."""
+    batched = getattr(agent, "act_batch", None)
+    if batched is not None:
+        return np.asarray(batched(observations, action_masks), dtype=np.int64)
+    return np.array(
+        [agent.act(o, m) for o, m in zip(observations, action_masks, strict=True)],
+        dtype=np.int64,
+    )
+
+
+@dataclass
+class Step:
+    """What `SelfPlayGames.step` returns, one row per game."""
+
+    observations: FloatArray
+    """The learner's next observation (of a new deal where the episode ended)."""
+    action_masks: BoolArray
+    rewards: np.ndarray[Any, np.dtype[np.float32]]
+    """The learner's reward since its previous decision, the end of the episode included."""
+    terminated: BoolArray
+    truncated: BoolArray
+    episode_returns: list[float | None]
+    """The learner's return of the episode that just ended in each game, else None."""
+
+
+class SelfPlayGames:
+    """`n_games` games, each with one learning seat and opponents drawn from a pool.
+
+    Args:
+        rules, episode, reward: as for the env (`Rummy500Env`).
+        n_games: games stepped together.
+        pool: the opponents to draw from (agents; a policy opponent is asked for a whole batch
+            at once through its `act_batch`).
+        weights: the pool's sampling weights (default: equal).
+        seed: seeds the deals, the seats and the opponent draws.
+    """
+
+    def __init__(
+        self,
+        rules: Rules | str | dict[str, Any],
+        n_games: int,
+        pool: Sequence[Agent],
+        weights: Sequence[float] | None = None,
+        episode: str = "hand",
+        reward: str | None = None,
+        seed: int = 0,
+    ) -> None:
+        if type(n_games) is not int or n_games < 1:
+            raise Rummy500Error(f"n_games={n_games!r} is not allowed: use an int >= 1")
+        self.envs = [
+            Rummy500Env(rules=rules, episode=episode, reward=reward) for _ in range(n_games)
+        ]
+        self.rules = self.envs[0].rules
+        self.observation_size = self.envs[0].encoder.size
+        self.action_size = self.envs[0].codec.size
+        self.rng = random.Random(seed)
+        self.set_pool(pool, weights)
+        self.learner = [0] * n_games
+        self.opponents: list[list[Agent]] = [[] for _ in range(n_games)]
+        """Per game, the agent in each seat (the learner's entry is unused)."""
+        self._episode_return = [0.0] * n_games
+        self._acc = np.zeros(n_games, np.float32)
+        """The learner's rewards since its last decision, per game."""
+        self._fresh = [True] * n_games
+        """Per game: no learner decision yet in this episode."""
+
+    def set_pool(self, pool: Sequence[Agent], weights: Sequence[float] | None = None) -> None:
+        """Draw the opponents of the next deals from `pool` by `weights`."""
+        if not pool:
+            raise Rummy500Error("the opponent pool is empty: give at least one agent")
+        weights = list(weights) if weights is not None else [1.0] * len(pool)
+        if len(weights) != len(pool) or any(w < 0 for w in weights) or sum(weights) <= 0:
+            raise Rummy500Error(
+                f"weights must be {len(pool)} numbers >= 0 with a positive sum, got {weights}"
+            )
+        self.pool, self.weights = list(pool), weights
+
+    # --- the batch ----------------------------------------------------------------------
+
+    def reset(self) -> tuple[FloatArray, BoolArray]:
+        """Deal every game; return the learner's observations and masks."""
+        n = len(self.envs)
+        for i in range(n):
+            self._deal(i)
+        self._advance(np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), [None] * n)
+        return self._learner_inputs()
+
+    def step(self, actions: Sequence[int] | IntArray) -> Step:
+        """Play the learner's action in every game, then the opponents until the learner is to
+        act again; a game whose episode ends is dealt again."""
+        n = len(self.envs)
+        if len(actions) != n:
+            raise Rummy500Error(f"give one action per game: {n}, got {len(actions)}")
+        for i, env in enumerate(self.envs):
+            env.step(int(actions[i]))
+            self._acc[i] += env.rewards[env.possible_agents[self.learner[i]]]
+            self._fresh[i] = False
+        rewards = np.zeros(n, np.float32)
+        terminated, truncated = np.zeros(n, bool), np.zeros(n, bool)
+        returns: list[float | None] = [None] * n
+        self._advance(rewards, terminated, truncated, returns)
+        obs, masks = self._learner_inputs()
+        return Step(obs, masks, rewards, terminated, truncated, returns)
+
+    def _advance(
+        self,
+        rewards: np.ndarray[Any, np.dtype[np.float32]],
+        terminated: BoolArray,
+        truncated: BoolArray,
+        returns: list[float | None],
+    ) -> None:
+        """Let the opponents act, in rounds, until every game waits for its learner, and fill
+        the step's outputs. An episode that ends is reported and dealt again; one that ends
+        before the learner's first decision (an opponent went out at once) teaches nothing
+        and is dealt again unreported."""
+        waiting = list(range(len(self.envs)))
+        for _round in range(MAX_ROUNDS):
+            for i in waiting:
+                if self._episode_over(i):
+                    self._end_episode(i, rewards, terminated, truncated, returns)
+            waiting = [i for i in waiting if self._opponent_to_act(i)]
+            if not waiting:
+                break
+            self._opponents_round(waiting)
+        else:
+            raise Rummy500Error(
+                f"the opponents played {MAX_ROUNDS} rounds without reaching a learner decision "
+                f"in every game: check the rules ({self.rules}) and the pool"
+            )
+        for i in range(len(self.envs)):
+            if returns[i] is None:  # the episode goes on
+                rewards[i] = self._acc[i]
+                self._episode_return[i] += float(self._acc[i])
+                self._acc[i] = 0.0
+
+    def _end_episode(
+        self,
+        i: int,
+        rewards: np.ndarray[Any, np.dtype[np.float32]],
+        terminated: BoolArray,
+        truncated: BoolArray,
+        returns: list[float | None],
+    ) -> None:
+        env = self.envs[i]
+        if not self._fresh[i]:
+            me = env.possible_agents[self.learner[i]]
+            terminated[i], truncated[i] = env.terminations[me], env.truncations[me]
+            rewards[i] = self._acc[i]
+            returns[i] = self._episode_return[i] + float(self._acc[i])
+        self._deal(i)
+
+    def _opponents_round(self, games: list[int]) -> None:
+        """One decision of the opponent to act in each of `games`: one batch per agent."""
+        by_agent: dict[int, list[int]] = {}
+        for i in games:
+            env = self.envs[i]
+            seat = env.agent_name_mapping[env.agent_selection]
+            by_agent.setdefault(id(self.opponents[i][seat]), []).append(i)
+        for rows in by_agent.values():
+            first = self.envs[rows[0]]
+            agent = self.opponents[rows[0]][first.agent_name_mapping[first.agent_selection]]
+            views = [self.envs[i].observe(self.envs[i].agent_selection) for i in rows]
+            actions = act_batch(
+                agent,
+                np.stack([v["observation"] for v in views]),
+                np.stack([v["action_mask"] for v in views]).astype(bool),
+            )
+            for i, a in zip(rows, actions, strict=True):
+                env = self.envs[i]
+                env.step(int(a))
+                self._acc[i] += env.rewards[env.possible_agents[self.learner[i]]]
+
+    def _deal(self, i: int) -> None:
+        """A new episode in game `i`: a seeded deal, the learner's seat and the opponents."""
+        env, n = self.envs[i], self.rules.players
+        env.reset(seed=self.rng.getrandbits(63))
+        self.learner[i] = self.rng.randrange(n)
+        self.opponents[i] = self.rng.choices(self.pool, self.weights, k=n)
+        self._episode_return[i] = 0.0
+        self._acc[i] = 0.0
+        self._fresh[i] = True
+
+    def _episode_over(self, i: int) -> bool:
+        env = self.envs[i]
+        me = env.possible_agents[self.learner[i]]
+        return bool(env.terminations[me] or env.truncations[me])
+
+    def _opponent_to_act(self, i: int) -> bool:
+        env = self.envs[i]
+        return (
+            not self._episode_over(i)
+            and env.agent_name_mapping[env.agent_selection] != (self.learner[i])
+        )
+
+    def _learner_inputs(self) -> tuple[FloatArray, BoolArray]:
+        views = [
+            env.observe(env.possible_agents[self.learner[i]]) for i, env in enumerate(self.envs)
+        ]
+        obs = np.stack([v["observation"] for v in views])
+        masks = np.stack([v["action_mask"] for v in views]).astype(bool)
+        return obs, masks
