@@ -113,24 +113,6 @@ class ActionIdCheck(wrappers.BaseWrapper):  # type: ignore[misc]  # pettingzoo i
         return str(self.env)
 
 
-class ActionSpace(gymnasium.spaces.Discrete):
-    """``Discrete(n)`` that answers `contains` for a plain int without numpy.
-
-    PettingZoo's AssertOutOfBounds wrapper asks the space at every step, and gymnasium's
-    general check (dtype limits, numpy casts) costs about as much as the engine's move. The
-    answer is the same for every input (tested); anything but a plain int takes that path.
-    """
-
-    def __init__(self, n: int, seed: int | None = None) -> None:
-        super().__init__(n, seed=seed)
-        self._n = int(n)
-
-    def contains(self, x: Any) -> bool:
-        if type(x) is int:
-            return 0 <= x < self._n
-        return super().contains(x)
-
-
 class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is untyped
     """The bare AEC env: an illegal action raises `IllegalActionError` (see module docstring).
 
@@ -180,7 +162,9 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
             }
         )
         self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space)
-        self.action_spaces = {a: ActionSpace(self.codec.size) for a in self.possible_agents}
+        self.action_spaces = {
+            a: gymnasium.spaces.Discrete(self.codec.size) for a in self.possible_agents
+        }
         self._seeder = random.Random()
         self.game: Game | None = None
         self._legal: list[int] | None = None
@@ -189,7 +173,7 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
     def observation_space(self, agent: str) -> gymnasium.spaces.Dict:
         return self.observation_spaces[agent]
 
-    def action_space(self, agent: str) -> ActionSpace:
+    def action_space(self, agent: str) -> gymnasium.spaces.Discrete:
         return self.action_spaces[agent]
 
     # --- episode control -----------------------------------------------------------------

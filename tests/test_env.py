@@ -304,17 +304,6 @@ def test_observations_returned_are_copies():
     assert np.array_equal(returned, first)
 
 
-@pytest.mark.parametrize(
-    "x", [0, 359, 360, -1, 2**70, True, np.int64(3), np.int32(400), np.int8(-1), 3.0, "3", None]
-)
-def test_action_space_contains_answers_as_gymnasium_discrete(x):
-    import gymnasium
-
-    ours, theirs = rummy500_env.raw_env().action_space("player_0"), gymnasium.spaces.Discrete(360)
-    assert ours.contains(x) == theirs.contains(x)
-    assert ours == theirs and isinstance(ours, gymnasium.spaces.Discrete)
-
-
 def test_observation_is_inside_the_observation_space():
     e = rummy500_env.raw_env(rules={"players": 3})
     e.reset(seed=0)
