@@ -17,13 +17,13 @@ from rummy500_env.training.ppo import (
     args_from_dict,
     load_yaml,
     make_env,
+    new_model,
     opponent_pool,
 )
 
 
 def measure(n_envs: int, steps: int) -> float:
     import torch
-    from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     torch.set_num_threads(1)
@@ -32,16 +32,7 @@ def measure(n_envs: int, steps: int) -> float:
     venv = vec([make_env(args, i) for i in range(n_envs)])
     pool, weights = opponent_pool(args, [])
     venv.env_method("set_opponent_pool", pool, weights)
-    model = MaskablePPO(
-        "MlpPolicy",
-        venv,
-        n_steps=args.n_steps,
-        batch_size=args.batch_size,
-        n_epochs=args.n_epochs,
-        policy_kwargs={"net_arch": list(args.net_arch)},
-        device="cpu",
-        seed=0,
-    )
+    model = new_model(args, venv)
     model.learn(args.n_steps * n_envs)  # warm-up: one rollout and one update
     t = time.perf_counter()
     model.learn(steps, reset_num_timesteps=False)

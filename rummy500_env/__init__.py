@@ -13,43 +13,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rummy500_env.engine import (
-    PRESETS,
-    Action,
-    ActionParseError,
-    Game,
-    IllegalActionError,
-    InvalidPositionError,
-    Position,
-    Rules,
-    RulesError,
-    Rummy500Error,
-    card_str,
-    parse_card,
-    parse_cards,
-)
+from rummy500_env import engine
+from rummy500_env.engine import *  # noqa: F403 - the engine's public names, listed in its __all__
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "PRESETS",
-    "Action",
-    "ActionParseError",
-    "Game",
-    "IllegalActionError",
-    "InvalidPositionError",
-    "Position",
-    "Rules",
-    "RulesError",
-    "Rummy500Error",
-    "__version__",
-    "card_str",
-    "env",
-    "parse_card",
-    "parse_cards",
-    "raw_env",
-    "rummy500_v0",
-]
+# env, raw_env and rummy500_v0 come from __getattr__ below (hence the noqa).
+__all__ = [*engine.__all__, "__version__", "env", "raw_env", "rummy500_v0"]  # noqa: F405
 
 
 def __getattr__(name: str) -> Any:

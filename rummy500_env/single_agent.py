@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from rummy500_env.agents.base import Agent, as_agent
+from rummy500_env.agents.base import Agent, as_agent, pool_weights
 from rummy500_env.agents.random_agent import RandomAgent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.render import render
@@ -96,14 +96,7 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
         self, pool: Sequence[Opponents], weights: Sequence[float] | None = None
     ) -> None:
         """Draw the opponents of each episode from `pool` (self-play), by `weights`."""
-        if not pool:
-            raise Rummy500Error("the opponent pool is empty: give at least one opponent")
-        weights = list(weights) if weights is not None else [1.0] * len(pool)
-        if len(weights) != len(pool) or any(w < 0 for w in weights) or sum(weights) <= 0:
-            raise Rummy500Error(
-                f"weights must be {len(pool)} non-negative numbers with a positive sum, "
-                f"got {weights}"
-            )
+        weights = pool_weights(pool, weights)
         self._pool = [(self._opponent_list(o), w) for o, w in zip(pool, weights, strict=True)]
 
     def _opponent_list(self, opponents: Opponents) -> list[Agent]:

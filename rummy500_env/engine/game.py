@@ -663,18 +663,20 @@ class Game:
         m = meld_from_cards(a.cards, (p,) * len(a.cards))
         assert m is not None, "play_unchecked was given a meld that is no meld"
         self.melds.append(m)
-        if self.must_play in a.cards:
-            self.must_play = None
-        if self.count[p] == 0:
-            self._end_hand()
+        self._put_down(a.cards)
 
     def _apply_layoff(self, a: Action) -> None:
         p, c = self.turn, a.cards[0]
         self._remove(p, c)
         self.melds[a.target] = lay_off(self.melds[a.target], c, p)
-        if self.must_play == c:
+        self._put_down(a.cards)
+
+    def _put_down(self, cards: tuple[Card, ...]) -> None:
+        """After a meld or a lay-off: the buried card among them meets the dig obligation;
+        an empty hand goes out, no discard needed (§1)."""
+        if self.must_play in cards:
             self.must_play = None
-        if self.count[p] == 0:
+        if self.count[self.turn] == 0:
             self._end_hand()
 
     def _apply_discard(self, a: Action) -> None:

@@ -322,6 +322,31 @@ def opponent_pool(args: Args, snapshots: list[str]) -> tuple[list[Agent], list[f
     return pool, weights
 
 
+def new_model(args: Args, venv: Any, tensorboard_log: str | None = None) -> Any:
+    """A fresh MaskablePPO model with the hyperparameters of `args`."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[args.activation]
+    return MaskablePPO(
+        "MlpPolicy",
+        venv,
+        learning_rate=args.learning_rate,
+        n_steps=args.n_steps,
+        batch_size=args.batch_size,
+        n_epochs=args.n_epochs,
+        gamma=args.gamma,
+        gae_lambda=args.gae_lambda,
+        clip_range=args.clip_range,
+        ent_coef=args.ent_coef,
+        vf_coef=args.vf_coef,
+        seed=args.seed,
+        device="cpu",
+        policy_kwargs={"net_arch": list(args.net_arch), "activation_fn": act},
+        tensorboard_log=tensorboard_log,
+    )
+
+
 # --- behaviour cloning warm start
 
 
@@ -653,24 +678,7 @@ def train(args: Args, resume: bool = False) -> Path:
             model = MaskablePPO.load(ckpt, env=venv, device="cpu")
             print(f"resumed from {ckpt.name} at {model.num_timesteps} timesteps", flush=True)
         else:
-            act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[args.activation]
-            model = MaskablePPO(
-                "MlpPolicy",
-                venv,
-                learning_rate=args.learning_rate,
-                n_steps=args.n_steps,
-                batch_size=args.batch_size,
-                n_epochs=args.n_epochs,
-                gamma=args.gamma,
-                gae_lambda=args.gae_lambda,
-                clip_range=args.clip_range,
-                ent_coef=args.ent_coef,
-                vf_coef=args.vf_coef,
-                seed=args.seed,
-                device="cpu",
-                policy_kwargs={"net_arch": list(args.net_arch), "activation_fn": act},
-                tensorboard_log=str(run / "tb"),
-            )
+            model = new_model(args, venv, tensorboard_log=str(run / "tb"))
             if args.bc_decisions:
                 t = time.time()
                 data = collect_expert(args, args.bc_decisions)

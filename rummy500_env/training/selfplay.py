@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rummy500_env.agents.base import Agent
+from rummy500_env.agents.base import Agent, pool_weights
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rummy500_v0 import Rummy500Env
@@ -108,14 +108,8 @@ class SelfPlayGames:
 
     def set_pool(self, pool: Sequence[Agent], weights: Sequence[float] | None = None) -> None:
         """Draw the opponents of the next deals from `pool` by `weights`."""
-        if not pool:
-            raise Rummy500Error("the opponent pool is empty: give at least one agent")
-        weights = list(weights) if weights is not None else [1.0] * len(pool)
-        if len(weights) != len(pool) or any(w < 0 for w in weights) or sum(weights) <= 0:
-            raise Rummy500Error(
-                f"weights must be {len(pool)} numbers >= 0 with a positive sum, got {weights}"
-            )
-        self.pool, self.weights = list(pool), weights
+        self.weights = pool_weights(pool, weights)
+        self.pool = list(pool)
 
     # --- the batch ----------------------------------------------------------------------
 
