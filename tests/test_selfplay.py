@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rummy500_env import Rummy500Error
+from rummy500_env import IllegalActionError, Rummy500Error
 from rummy500_env.agents import GreedyAgent, RandomAgent
 from rummy500_env.training.selfplay import SelfPlayGames, act_batch
 
@@ -127,3 +127,19 @@ def test_policy_act_batch_equals_act_row_by_row():
     assert batch.tolist() == [policy.act(o, m) for o, m in zip(obs, masks, strict=True)]
     with pytest.raises(PolicyInputError, match=r"observations of shape \(k, 748\)"):
         policy.act_batch(obs[:, :10], masks)
+
+
+def test_an_action_outside_a_mask_is_refused_before_any_game_moves():
+    games = SelfPlayGames("standard", 3, [RandomAgent(0)], seed=0)
+    with pytest.raises(Rummy500Error, match=r"call reset\(\) before step\(\)"):
+        games.step([0, 0, 0])
+    _, masks = games.reset()
+    before = [env.game.to_dict() for env in games.envs]
+    illegal = int(np.flatnonzero(~masks[1])[0])
+    actions = [int(np.flatnonzero(m)[0]) for m in masks]
+    actions[1] = illegal
+    with pytest.raises(IllegalActionError, match=rf"\(game, action\): \[\(1, {illegal}\)\]"):
+        games.step(actions)
+    with pytest.raises(Rummy500Error, match="one int action id per game"):
+        games.step([0, 0])
+    assert [env.game.to_dict() for env in games.envs] == before

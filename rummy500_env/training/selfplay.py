@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rummy500_env.agents.base import Agent, pool_weights
-from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.errors import IllegalActionError, Rummy500Error
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rummy500_v0 import Rummy500Env
 
@@ -105,6 +105,8 @@ class SelfPlayGames:
         """The learner's rewards since its last decision, per game."""
         self._fresh = [True] * n_games
         """Per game: no learner decision yet in this episode."""
+        self._masks: BoolArray | None = None
+        """The learner's masks of the last observations handed out."""
 
     def set_pool(self, pool: Sequence[Agent], weights: Sequence[float] | None = None) -> None:
         """Draw the opponents of the next deals from `pool` by `weights`."""
@@ -125,8 +127,19 @@ class SelfPlayGames:
         """Play the learner's action in every game, then the opponents until the learner is to
         act again; a game whose episode ends is dealt again."""
         n = len(self.envs)
-        if len(actions) != n:
-            raise Rummy500Error(f"give one action per game: {n}, got {len(actions)}")
+        if self._masks is None:
+            raise Rummy500Error("call reset() before step()")
+        ids = np.asarray(actions)
+        if ids.shape != (n,) or not np.issubdtype(ids.dtype, np.integer):
+            raise Rummy500Error(f"give one int action id per game: shape ({n},), got {ids!r}")
+        inside = (ids >= 0) & (ids < self.action_size)
+        legal = inside & self._masks[np.arange(n), np.where(inside, ids, 0)]
+        if not legal.all():  # checked before any game moves, so the batch stays whole
+            bad = [(int(i), int(ids[i])) for i in np.flatnonzero(~legal)]
+            raise IllegalActionError(
+                f"actions outside the masks, as (game, action): {bad[:8]}; every action must "
+                "be one the game's mask allows"
+            )
         for i, env in enumerate(self.envs):
             env.step(int(actions[i]))
             self._acc[i] += env.rewards[env.possible_agents[self.learner[i]]]
@@ -233,5 +246,5 @@ class SelfPlayGames:
             env.observe(env.possible_agents[self.learner[i]]) for i, env in enumerate(self.envs)
         ]
         obs = np.stack([v["observation"] for v in views])
-        masks = np.stack([v["action_mask"] for v in views]).astype(bool)
-        return obs, masks
+        self._masks = np.stack([v["action_mask"] for v in views]).astype(bool)
+        return obs, self._masks.copy()
