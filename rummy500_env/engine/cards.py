@@ -100,11 +100,6 @@ def cards_str(cards: Iterable[Card]) -> str:
     return " ".join(card_str(c) for c in cards)
 
 
-def bit(card: Card) -> int:
-    """The single-bit mask of a card."""
-    return 1 << card
-
-
 def mask_of(cards: Iterable[Card]) -> int:
     """The mask of the cards held at least once."""
     m = 0

@@ -32,7 +32,13 @@ import numpy as np
 
 import rummy500_env
 from rummy500_env.agents.base import Agent
-from rummy500_env.agents.policy import PolicyAgent, build_network, current_encoding, save_policy
+from rummy500_env.agents.policy import (
+    ACTIVATIONS,
+    PolicyAgent,
+    build_network,
+    current_encoding,
+    save_policy,
+)
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import PRESETS, Rules
@@ -172,7 +178,7 @@ class Args:
             "net_arch",
             "give one or more positive layer widths",
         )
-        need(self.activation in ("tanh", "relu"), "activation", "use 'tanh' or 'relu'")
+        need(self.activation in ACTIVATIONS, "activation", f"use one of {ACTIVATIONS}")
         need(
             all(name == "self" or _is_spec(name) for name in self.opponents)
             and all(w >= 0 for w in self.opponents.values())

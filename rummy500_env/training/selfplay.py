@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -30,12 +30,6 @@ act would otherwise loop for ever)."""
 FloatArray = np.ndarray[Any, np.dtype[np.float32]]
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
-
-
-class BatchAgent(Protocol):
-    """An agent that answers many positions at once (`PolicyAgent` does)."""
-
-    def act_batch(self, observations: FloatArray, action_masks: BoolArray) -> IntArray: ...
 
 
 def act_batch(agent: Agent, observations: FloatArray, action_masks: BoolArray) -> IntArray:
