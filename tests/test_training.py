@@ -1,5 +1,6 @@
 """training.ppo end to end with a tiny budget: train, checkpoint, SIGKILL, resume, export,
-load (without stable_baselines3), play; and the errors for bad configs and policy files."""
+load (without stable_baselines3), play; and the errors for bad configs, checkpoints and policy
+files."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("sb3_contrib")
+pytest.importorskip("tyro")
 
 import torch
 
@@ -25,12 +26,12 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = [
     "--total-timesteps",
     "3072",
+    "--n-games",
+    "8",
     "--n-steps",
-    "256",
-    "--batch-size",
+    "32",
+    "--minibatch-size",
     "128",
-    "--n-envs",
-    "2",
     "--bc-decisions",
     "300",
     "--bc-epochs",
@@ -47,9 +48,12 @@ TINY = [
     "2",
     "--eval-bots",
     "greedy",
-    "--net-arch",
-    "32",
-    "32",
+    "--channels",
+    "8",
+    "--blocks",
+    "1",
+    "--hidden",
+    "16",
     "--no-progress",
 ]
 
@@ -75,7 +79,7 @@ def trained(tmp_path_factory) -> Path:
     ckpts = run / "checkpoints"
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
-        if len(list(ckpts.glob("step_*.zip"))) >= 2:
+        if len(list(ckpts.glob("step_*.pt"))) >= 2:
             break
         time.sleep(0.2)
     assert proc.poll() is None, (
@@ -96,7 +100,7 @@ def trained(tmp_path_factory) -> Path:
 def test_killed_run_resumes_from_its_last_checkpoint_to_the_same_budget(trained):
     state = json.loads((trained / "state.json").read_text())
     assert state["timesteps"] >= 3072
-    assert len(list((trained / "checkpoints").glob("step_*.zip"))) <= 3
+    assert len(list((trained / "checkpoints").glob("step_*.pt"))) <= 3
     assert (trained / "evaluations.csv").exists() and (trained / "learning_curve.png").exists()
     assert list((trained / "tb").rglob("events.out.tfevents*"))
 
@@ -125,28 +129,50 @@ print("played", result.totals)
 
 
 def test_policy_agent_matches_the_trained_model_and_stays_in_the_mask(trained):
-    from sb3_contrib import MaskablePPO
-
     from rummy500_env.single_agent import Rummy500SingleAgentEnv
+    from rummy500_env.training.ppo import args_from_dict, load_checkpoint, new_model
 
-    ckpt = sorted((trained / "checkpoints").glob("step_*.zip"))[-1]
-    model = MaskablePPO.load(ckpt, device="cpu")
+    args = args_from_dict(json.loads((trained / "config.json").read_text()))
+    model = new_model(args)
+    load_checkpoint(trained, model, torch.optim.Adam(model.parameters()), args)
     agent = PolicyAgent.load(trained / "policy.pt", rules="standard")
     sampler = PolicyAgent.load(trained / "policy.pt", deterministic=False, seed=3)
     env = Rummy500SingleAgentEnv(episode="hand")
     obs, _ = env.reset(seed=0)
     for _ in range(40):
         mask = env.action_masks()
-        expected, _ = model.predict(obs, action_masks=mask, deterministic=True)
-        assert agent.act(obs, mask) == int(expected)
+        with torch.no_grad():
+            logits = model(torch.as_tensor(obs)[None])[0][0]
+        expected = int(logits.masked_fill(~torch.as_tensor(mask), -1e9).argmax())
+        assert agent.act(obs, mask) == expected
         assert mask[sampler.act(obs, mask)]
-        obs, _, term, trunc, _ = env.step(int(expected))
+        obs, _, term, trunc, _ = env.step(expected)
         if term or trunc:
             obs, _ = env.reset()
     meta = agent.metadata
     assert meta["rules"]["players"] == 2 and meta["encoding"]["action_size"] == 360
+    assert meta["network"] == {"kind": "cards", "channels": 8, "blocks": 1, "hidden": 16}
     assert meta["evaluation"]["results"]["greedy"]["games"] == 2
     assert (trained / "policy.pt").stat().st_size < 5_000_000
+
+
+def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(trained, tmp_path, capsys):
+    import shutil
+
+    from rummy500_env.training.ppo import args_from_dict, load_checkpoint, new_model
+
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    newest, before = sorted((run / "checkpoints").glob("step_*.pt"), reverse=True)[:2]
+    newest.write_bytes(newest.read_bytes()[:100])
+    args = args_from_dict(json.loads((run / "config.json").read_text()))
+    model = new_model(args)
+    state = load_checkpoint(run, model, torch.optim.Adam(model.parameters()), args)
+    assert state["checkpoint"] == before.name
+    assert f"skipping unreadable checkpoint {newest.name}" in capsys.readouterr().err
+    other = args_from_dict(json.loads((run / "config.json").read_text()) | {"channels": 9})
+    with pytest.raises(ConfigError, match="holds network .* but the run's config asks for"):
+        load_checkpoint(run, new_model(other), torch.optim.Adam(model.parameters()), other)
 
 
 def test_policy_for_other_rules_or_encoding_is_refused_showing_stored_vs_current(trained, tmp_path):
@@ -206,10 +232,12 @@ def test_evaluate_accepts_the_exported_policy(trained, tmp_path):
         (["--learning-rate", "-1"], "learning_rate=-1.0 is not allowed"),
         (["--episode", "match"], "episode='match'"),
         (["--opponents.greedy", "-2"], "opponents="),
-        (["--batch-size", "100000"], "batch_size=100000"),
+        (["--minibatch-size", "100000"], "minibatch_size=100000"),
+        (["--network", "transformer"], "network='transformer'"),
+        (["--rules", "{\"jokers\": 3}"], "jokers=3 is not allowed"),
         (["--resume", "/nonexistent/run"], "no run there"),
         (["--config", "/nonexistent.yaml"], "no config file"),
-        (["--config", "ppo_longer"], "give a packaged config (ppo, ppo_long)"),
+        (["--config", "ppo_longer"], "give a packaged config (ppo, ppo_long"),
         (["--vf-coef", "-1"], "vf_coef=-1.0 is not allowed"),  # used to blame ent_coef
         (["--ent-coef", "-1"], "ent_coef=-1.0 is not allowed"),
         (["--eval-bots", "greedy", "search:50s"], "eval_bots=('greedy', 'search:50s')"),
@@ -224,7 +252,9 @@ def test_bad_config_values_are_clear_errors(argv, words, capsys):
 
 def test_config_is_a_packaged_name_or_a_path(tmp_path):
     args, resuming = parse_args(["--config", "ppo_long"])
-    assert (args.total_timesteps, args.learning_rate, resuming) == (300_000, 5e-5, False)
+    packaged = ROOT / "rummy500_env" / "training" / "configs" / "ppo_long.yaml"
+    assert f"total_timesteps: {args.total_timesteps}\n" in packaged.read_text()
+    assert not resuming
     path = tmp_path / "c.yaml"
     path.write_text("total_timesteps: 1234\n")
     assert parse_args(["--config", str(path)])[0].total_timesteps == 1234

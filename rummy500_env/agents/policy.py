@@ -4,7 +4,8 @@ An exported policy is one ``torch.save`` file (a zip archive) holding a dict:
 
 ``format``            ``"rummy500-policy"``
 ``format_version``    2 (version 1 had no checksum: see "Upgrading" below)
-``state_dict``        the weights of the network `build_network` makes (tensors only)
+``state_dict``        the weights of the network its metadata names (tensors only; the kinds
+                      are in `rummy500_env.agents.networks`: a flat ``mlp`` or ``cards``)
 ``checksum``          ``"sha256:<hex>"`` of the weights (`weights_checksum`)
 ``metadata``          JSON-compatible: package version, observation and action encoding
                       versions and sizes, rules, network architecture, training config,
@@ -68,16 +69,10 @@ def current_encoding(rules: Rules) -> dict[str, Any]:
 
 
 def build_network(obs_size: int, net_arch: list[int], action_size: int, activation: str) -> Any:
-    """The actor as a plain torch module: MLP layers, then the action logits."""
-    import torch.nn as nn
+    """The ``mlp`` actor as a plain torch module (see `networks` for every kind)."""
+    from rummy500_env.agents.networks import mlp
 
-    act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
-    layers: list[nn.Module] = []
-    last = obs_size
-    for width in net_arch:
-        layers += [nn.Linear(last, width), act()]
-        last = width
-    return nn.Sequential(nn.Sequential(*layers), nn.Linear(last, action_size))
+    return mlp(obs_size, net_arch, action_size, activation)
 
 
 def weights_checksum(state_dict: Mapping[str, Any]) -> str:
@@ -229,8 +224,9 @@ class PolicyAgent:
     """Plays a trained policy: ``act(observation, action_mask) -> int``, always inside the mask.
 
     Args:
-        network: the torch actor (see `build_network`).
-        metadata: the file's metadata.
+        network: the torch actor (see `rummy500_env.agents.networks`): observations in,
+            action logits out.
+        metadata: the file's metadata (its ``encoding`` gives the input and output sizes).
         deterministic: take the most likely legal action (True) or sample (False).
         seed: seeds sampling.
     """
@@ -250,9 +246,8 @@ class PolicyAgent:
         self.deterministic = deterministic
         self.path = path
         self.generator = torch.Generator().manual_seed(seed if seed is not None else 0)
-        linears = [m for m in network.modules() if isinstance(m, torch.nn.Linear)]
-        self.observation_size: int = linears[0].in_features
-        self.action_size: int = linears[-1].out_features
+        self.observation_size: int = metadata["encoding"]["observation_size"]
+        self.action_size: int = metadata["encoding"]["action_size"]
 
     @classmethod
     def load(
@@ -283,16 +278,12 @@ class PolicyAgent:
                 f"  stored:  {stored}\n  current: {now}\nretrain or use a matching version "
                 f"(the file says package {meta.get('package_version')!r})"
             )
-        arch = meta.get("network", {})
+        from rummy500_env.agents.networks import build_network as build
+
         try:
-            net = build_network(
-                now["observation_size"],
-                list(arch["net_arch"]),
-                now["action_size"],
-                arch["activation"],
-            )
+            net = build(stored_rules, meta.get("network", {}))
             net.load_state_dict(blob["state_dict"])
-        except (KeyError, RuntimeError, TypeError) as e:
+        except (KeyError, RuntimeError, TypeError, ValueError) as e:
             raise PolicyLoadError(
                 f"{str(path)!r}: the weights do not fit the network its metadata describes: "
                 f"{str(e).splitlines()[0]}"

@@ -5,12 +5,30 @@ Used by `training.evaluate` (tournaments) and by training's periodic evaluation.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from rummy500_env.agents.base import Agent
-from rummy500_env.engine.rules import Rules
+from rummy500_env.engine.errors import RulesError
+from rummy500_env.engine.rules import PRESETS, Rules
 from rummy500_env.rummy500_v0 import raw_env
+
+
+def parse_rules(text: str) -> Rules:
+    """Rules from the command line: a preset name (``standard``) or a JSON object of `Rules`
+    fields (``'{"jokers": 2, "rummy_calls": true}'``; fields left out keep the standard
+    values, and ``"preset"`` picks another base preset)."""
+    if not text.lstrip().startswith("{"):
+        return Rules.preset(text)
+    try:
+        fields = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RulesError(f"rules {text!r} are not valid JSON: {e}") from None
+    if not isinstance(fields, dict):
+        raise RulesError(f"rules {text!r}: give a preset ({', '.join(PRESETS)}) or a JSON object")
+    base = fields.pop("preset", "standard")
+    return Rules.preset(base, **fields)
 
 
 @dataclass

@@ -1,17 +1,27 @@
-"""``python -m training.ppo``: self-play MaskablePPO that exports a policy anyone can load.
+"""``python -m training.ppo``: self-play PPO that exports a policy anyone can load.
 
-Reads top to bottom: the arguments (a dataclass; the packaged config `ppo` is the default and
-every field can be overridden on the command line), then the pieces (environments, opponents,
-behaviour-cloning warm start, callbacks, export), then `train`, which puts them together.
+One readable loop in the style of CleanRL, over `SelfPlayGames`: many games in one process,
+the learner's decisions of all of them in one forward pass per step, frozen snapshots of the
+learner (and bots) as opponents. It reads top to bottom: the arguments (a dataclass; the
+packaged config ``ppo`` is the default and every field can be overridden on the command line),
+the pieces (model, opponents, behaviour-cloning warm start, rollouts, the PPO update,
+checkpoints, export, evaluation), then `train`, which puts them together.
 
     python -m training.ppo                                # the packaged config "ppo"
     python -m training.ppo --config ppo_long --run-dir runs/long   # or a YAML file's path
     python -m training.ppo --total-timesteps 200000 --opponents.self 0.5
+    python -m training.ppo --rules '{"players": 3}'       # a preset or JSON rules fields
     python -m training.ppo --resume runs/ppo_standard_hand_s0    # after an interruption
 
-A run folder holds ``config.json``, ``checkpoints/`` (written atomically, the last K kept),
-``snapshots/`` (frozen opponents), ``tb/`` (TensorBoard), ``evaluations.csv``,
-``learning_curve.png`` and, at the end, ``policy.pt`` (see `rummy500_env.agents.policy`).
+A run folder holds ``config.json``, ``state.json``, ``checkpoints/`` (model, optimizer and
+counters, written atomically, the last K kept), ``snapshots/`` (frozen opponents), ``tb/``
+(TensorBoard), ``evaluations.csv``, ``learning_curve.png`` and, at the end, ``policy.pt``
+(see `rummy500_env.agents.policy`).
+
+Why not stable-baselines3 here: its MaskablePPO asks the policy one environment at a time
+(a batch of one per step, where building the masked distribution costs more than the
+network), which held training to about 600 learner steps/s on two cores. The single-agent
+view still works with MaskablePPO for those who want it (tested; see the README).
 """
 
 from __future__ import annotations
@@ -29,25 +39,26 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
+import torch.nn as nn
 
 import rummy500_env
 from rummy500_env.agents.base import Agent
-from rummy500_env.agents.policy import (
-    ACTIVATIONS,
-    PolicyAgent,
-    build_network,
-    current_encoding,
-    save_policy,
-)
+from rummy500_env.agents.networks import ACTIVATIONS, KINDS, build_network, mlp
+from rummy500_env.agents.policy import PolicyAgent, current_encoding, save_policy
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
 from rummy500_env.engine.errors import Rummy500Error
-from rummy500_env.engine.rules import PRESETS, Rules
+from rummy500_env.engine.rules import Rules
+from rummy500_env.training.arena import parse_rules
+from rummy500_env.training.selfplay import SelfPlayGames
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 """The packaged configs (YAML files of `Args` fields), installed with the package."""
 DEFAULT_CONFIG = "ppo"
 BOTS = ("random", "greedy", "expert")
 """The default opponents and evaluation bots; any agent spec is allowed (see `check_spec`)."""
+MASKED = -1e9
+"""The logit of an illegal action (finite, so entropies stay finite)."""
 
 
 class ConfigError(Rummy500Error):
@@ -56,82 +67,111 @@ class ConfigError(Rummy500Error):
 
 @dataclass
 class Args:
-    """Self-play MaskablePPO for Rummy 500."""
+    """Self-play PPO for Rummy 500."""
 
     rules: str = "standard"
-    """Rules preset the policy plays."""
+    """Rules the policy plays: a preset name or a JSON object of rules fields."""
     episode: str = "hand"
     """Training episode: "hand" (reward: hand score difference / 100) or "game" (win/loss)."""
-    total_timesteps: int = 40_000
+    total_timesteps: int = 300_000
     """Learner decisions to train for (a resumed run continues to the same total)."""
-    n_envs: int = 2
-    """Parallel environments."""
-    subproc: bool = True
-    """Run the environments in subprocesses (SubprocVecEnv); False keeps them in-process."""
-    learning_rate: float = 1e-4
-    """Adam step size."""
-    n_steps: int = 1024
-    """Steps per environment per rollout."""
-    batch_size: int = 256
-    """Minibatch size."""
-    n_epochs: int = 4
+    n_games: int = 64
+    """Games played side by side; the learner's decisions of all of them are one batch."""
+    n_steps: int = 64
+    """Learner decisions per game per rollout (a rollout is n_games * n_steps)."""
+    minibatch_size: int = 1024
+    """Decisions per gradient step."""
+    n_epochs: int = 3
     """Passes over each rollout."""
+    learning_rate: float = 3e-4
+    """Adam step size."""
+    anneal_lr: bool = False
+    """Lower the step size linearly to 0 at total_timesteps."""
     gamma: float = 0.995
     """Discount factor."""
     gae_lambda: float = 0.95
     """GAE lambda."""
-    clip_range: float = 0.1
+    clip_range: float = 0.2
     """PPO clip range."""
-    ent_coef: float = 0.003
+    ent_coef: float = 0.01
     """Entropy bonus."""
     vf_coef: float = 0.5
     """Value loss weight."""
+    max_grad_norm: float = 0.5
+    """Gradient norm clip."""
+    network: str = "cards"
+    """Policy network: "cards" (card-structured, see `rummy500_env.agents.networks`) or "mlp"."""
+    channels: int = 32
+    """cards: features per card."""
+    blocks: int = 2
+    """cards: residual blocks."""
+    hidden: int = 128
+    """cards: width of the position summary."""
     net_arch: tuple[int, ...] = (256, 256)
-    """Hidden layer widths of the policy and of the value network (separate networks)."""
+    """mlp: hidden layer widths of the actor and of its separate critic."""
     activation: str = "tanh"
-    """Hidden activation: tanh or relu."""
+    """mlp: hidden activation, tanh or relu."""
     opponents: dict[str, float] = field(
-        default_factory=lambda: {"random": 0.1, "greedy": 0.4, "expert": 0.3, "self": 0.2}
+        default_factory=lambda: {"random": 0.1, "greedy": 0.4, "expert": 0.2, "self": 0.3}
     )
     """Sampling weights of the opponent pool, by agent spec (see `rummy500_env.agents.registry`);
     "self" is shared by the frozen snapshots."""
-    snapshot_every: int = 20_000
+    snapshot_every: int = 50_000
     """Timesteps between frozen snapshots of the learner added to the pool."""
     max_snapshots: int = 5
     """Snapshots kept in the pool (the oldest leave first)."""
-    bc_decisions: int = 40_000
-    """ExpertAgent decisions imitated before PPO (behaviour cloning; 0 skips it)."""
+    bc_decisions: int = 0
+    """ExpertAgent decisions imitated before PPO (behaviour cloning; 0 trains from scratch)."""
     bc_epochs: int = 6
     """Passes over the imitation data."""
-    checkpoint_every: int = 10_000
+    init_policy: str | None = None
+    """Start from this exported policy file's weights instead (same network and rules)."""
+    checkpoint_every: int = 50_000
     """Timesteps between checkpoints."""
     keep_checkpoints: int = 3
     """Checkpoints kept (older ones are deleted)."""
-    eval_every: int = 20_000
+    eval_every: int = 100_000
     """Timesteps between evaluations against the bots."""
-    eval_games: int = 20
+    eval_games: int = 40
     """Games (duplicate deals, both seats) per bot at each periodic evaluation."""
     final_eval_games: int = 100
     """Games per bot in the final evaluation stored with the policy."""
     eval_bots: tuple[str, ...] = BOTS
     """Agent specs to evaluate against."""
+    threads: int = 2
+    """Torch threads of the PPO update (the games step in one thread either way)."""
     seed: int = 0
-    """Seeds Python, numpy, torch and the environments."""
+    """Seeds Python, numpy, torch and the games."""
     run_dir: str | None = None
     """Run folder; default runs/ppo_<rules>_<episode>_s<seed>."""
     export: str | None = None
     """Also copy the final policy here (e.g. models/rummy500-ppo-standard.pt)."""
     progress: bool = True
-    """Show a progress bar."""
+    """Print a progress line every 15 seconds."""
 
     @property
     def run_path(self) -> Path:
-        return Path(self.run_dir or f"runs/ppo_{self.rules}_{self.episode}_s{self.seed}")
+        name = self.rules if not self.rules.lstrip().startswith("{") else "custom"
+        return Path(self.run_dir or f"runs/ppo_{name}_{self.episode}_s{self.seed}")
 
     @property
     def rollout_size(self) -> int:
         """Timesteps collected per PPO update."""
-        return self.n_steps * self.n_envs
+        return self.n_steps * self.n_games
+
+    def game_rules(self) -> Rules:
+        return parse_rules(self.rules)
+
+    def network_spec(self) -> dict[str, Any]:
+        """The ``network`` entry of the exported policy's metadata."""
+        if self.network == "cards":
+            return {
+                "kind": "cards",
+                "channels": self.channels,
+                "blocks": self.blocks,
+                "hidden": self.hidden,
+            }
+        return {"kind": "mlp", "net_arch": list(self.net_arch), "activation": self.activation}
 
     def validate(self) -> None:
         """Raise `ConfigError` for values that cannot train, naming what is allowed."""
@@ -140,13 +180,16 @@ class Args:
             if not ok:
                 raise ConfigError(f"{name}={getattr(self, name)!r} is not allowed: {allowed}")
 
-        need(self.rules in PRESETS, "rules", f"use one of {', '.join(PRESETS)}")
+        try:
+            self.game_rules()
+        except Rummy500Error as e:
+            raise ConfigError(f"rules={self.rules!r} is not allowed: {e}") from None
         need(self.episode in ("hand", "game"), "episode", "use 'hand' or 'game'")
         for name in (
             "total_timesteps",
-            "n_envs",
+            "n_games",
             "n_steps",
-            "batch_size",
+            "minibatch_size",
             "n_epochs",
             "snapshot_every",
             "max_snapshots",
@@ -156,12 +199,13 @@ class Args:
             "eval_games",
             "final_eval_games",
             "bc_epochs",
+            "channels",
+            "blocks",
+            "hidden",
+            "threads",
         ):
-            need(
-                type(getattr(self, name)) is int and getattr(self, name) >= 1,
-                name,
-                "use an int >= 1",
-            )
+            value = getattr(self, name)
+            need(type(value) is int and value >= 1, name, "use an int >= 1")
         need(
             type(self.bc_decisions) is int and self.bc_decisions >= 0,
             "bc_decisions",
@@ -173,12 +217,14 @@ class Args:
         need(0 < self.clip_range < 1, "clip_range", "use a number in (0, 1)")
         need(self.ent_coef >= 0, "ent_coef", "use a number >= 0")
         need(self.vf_coef >= 0, "vf_coef", "use a number >= 0")
+        need(self.max_grad_norm > 0, "max_grad_norm", "use a number > 0")
+        need(self.network in KINDS, "network", f"use one of {KINDS}")
         need(
             len(self.net_arch) >= 1 and all(w >= 1 for w in self.net_arch),
             "net_arch",
             "give one or more positive layer widths",
         )
-        need(self.activation in ACTIVATIONS, "activation", f"use one of {ACTIVATIONS}")
+        need(self.activation in ACTIVATIONS, "activation", f"use one of {tuple(ACTIVATIONS)}")
         need(
             all(name == "self" or _is_spec(name) for name in self.opponents)
             and all(w >= 0 for w in self.opponents.values())
@@ -192,9 +238,14 @@ class Args:
             f"give one or more agents: {ALLOWED}",
         )
         need(
-            self.batch_size <= self.rollout_size,
-            "batch_size",
-            f"use at most n_steps * n_envs = {self.rollout_size}",
+            self.minibatch_size <= self.rollout_size,
+            "minibatch_size",
+            f"use at most n_steps * n_games = {self.rollout_size}",
+        )
+        need(
+            self.init_policy is None or Path(self.init_policy).is_file(),
+            "init_policy",
+            "give the path of an exported policy file",
         )
 
 
@@ -247,6 +298,8 @@ def args_from_dict(data: dict[str, Any]) -> Args:
     for key in ("net_arch", "eval_bots"):
         if key in data and isinstance(data[key], list):
             data[key] = tuple(data[key])
+    if isinstance(data.get("rules"), dict):
+        data["rules"] = json.dumps(data["rules"])
     try:
         return Args(**data)
     except TypeError as e:
@@ -291,26 +344,46 @@ def _pop_option(argv: list[str], name: str) -> str | None:
     return None
 
 
-# --- environments and opponents
+# --- the model
 
 
-def make_env(args: Args, rank: int) -> Any:
-    def thunk() -> Any:
-        from stable_baselines3.common.monitor import Monitor
+class ActorCritic(nn.Module):
+    """The exported actor plus what training needs: values. The card network has its own
+    value head; the flat MLP trains with a separate critic of the same shape."""
 
-        from rummy500_env.single_agent import Rummy500SingleAgentEnv
+    def __init__(self, actor: nn.Module, critic: nn.Module | None) -> None:
+        super().__init__()
+        self.actor = actor
+        self.critic = critic
 
-        env = Rummy500SingleAgentEnv(seat="random", rules=args.rules, episode=args.episode)
-        env.reset(seed=args.seed * 1000 + rank)
-        return Monitor(env)
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action logits, values)."""
+        if self.critic is None:
+            return self.actor.forward_with_value(obs)  # type: ignore[no-any-return,operator]
+        return self.actor(obs), self.critic(obs).squeeze(-1)
 
-    return thunk
+
+def new_model(args: Args) -> ActorCritic:
+    rules = args.game_rules()
+    spec = args.network_spec()
+    actor = build_network(rules, spec)
+    if spec["kind"] == "mlp":
+        obs_size = current_encoding(rules)["observation_size"]
+        return ActorCritic(actor, mlp(obs_size, list(args.net_arch), 1, args.activation))
+    return ActorCritic(actor, None)
+
+
+def masked_logits(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    return logits.masked_fill(~masks, MASKED)
+
+
+# --- opponents
 
 
 def opponent_pool(args: Args, snapshots: list[str]) -> tuple[list[Agent], list[float]]:
     """The pool and its weights: the agents named, and the snapshots sharing the "self"
     weight."""
-    rules = Rules.preset(args.rules)
+    rules = args.game_rules()
     pool: list[Agent] = []
     weights: list[float] = []
     for name, w in args.opponents.items():
@@ -318,7 +391,7 @@ def opponent_pool(args: Args, snapshots: list[str]) -> tuple[list[Agent], list[f
             continue
         if name == "self":
             for path in snapshots:
-                pool.append(PolicyAgent.load(path, deterministic=False))
+                pool.append(PolicyAgent.load(path, deterministic=False, seed=args.seed))
                 weights.append(w / len(snapshots))
         else:
             pool.append(make_agent(name, rules, seed=args.seed + len(pool)))
@@ -328,38 +401,13 @@ def opponent_pool(args: Args, snapshots: list[str]) -> tuple[list[Agent], list[f
     return pool, weights
 
 
-def new_model(args: Args, venv: Any, tensorboard_log: str | None = None) -> Any:
-    """A fresh MaskablePPO model with the hyperparameters of `args`."""
-    import torch
-    from sb3_contrib import MaskablePPO
-
-    act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[args.activation]
-    return MaskablePPO(
-        "MlpPolicy",
-        venv,
-        learning_rate=args.learning_rate,
-        n_steps=args.n_steps,
-        batch_size=args.batch_size,
-        n_epochs=args.n_epochs,
-        gamma=args.gamma,
-        gae_lambda=args.gae_lambda,
-        clip_range=args.clip_range,
-        ent_coef=args.ent_coef,
-        vf_coef=args.vf_coef,
-        seed=args.seed,
-        device="cpu",
-        policy_kwargs={"net_arch": list(args.net_arch), "activation_fn": act},
-        tensorboard_log=tensorboard_log,
-    )
-
-
 # --- behaviour cloning warm start
 
 
 def collect_expert(args: Args, decisions: int) -> dict[str, np.ndarray]:
     """Observations, masks, actions and discounted returns of ExpertAgent's decisions, playing
-    from both seats against the bots."""
-    rules = Rules.preset(args.rules)
+    from every seat against the bots."""
+    rules = args.game_rules()
     env = rummy500_env.raw_env(rules=rules, episode="hand")
     expert = make_agent("expert", rules, seed=args.seed)
     opponents = [make_agent(name, rules, seed=args.seed) for name in ("greedy", "expert", "random")]
@@ -385,7 +433,7 @@ def collect_expert(args: Args, decisions: int) -> dict[str, np.ndarray]:
             else:
                 a = opponent.act(o["observation"], o["action_mask"])
             env.step(a)
-            reward += env.rewards[f"player_{me}"]
+            reward += env.rewards[env.possible_agents[me]]
         steps = len(act_l) - start
         ret_l += [reward * args.gamma ** (steps - 1 - k) for k in range(steps)]
         game += 1
@@ -398,34 +446,27 @@ def collect_expert(args: Args, decisions: int) -> dict[str, np.ndarray]:
 
 
 def behaviour_clone(
-    model: Any, data: dict[str, np.ndarray], epochs: int, seed: int
+    model: ActorCritic, data: dict[str, np.ndarray], epochs: int, seed: int
 ) -> dict[str, float]:
     """Train the actor to imitate the expert (masked cross-entropy) and the critic on the
     returns, so PPO starts from a sensible policy and value."""
-    import torch
-
-    policy = model.policy
-    opt = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     n = len(data["action"])
     gen = np.random.default_rng(seed)
-    obs = torch.as_tensor(data["obs"])
-    mask = torch.as_tensor(data["mask"])
-    act = torch.as_tensor(data["action"])
-    ret = torch.as_tensor(data["return"])
-    stats = {}
+    obs, mask = torch.as_tensor(data["obs"]), torch.as_tensor(data["mask"])
+    act, ret = torch.as_tensor(data["action"]), torch.as_tensor(data["return"])
+    stats: dict[str, float] = {}
     for epoch in range(epochs):
         order = gen.permutation(n)
         total, correct = 0.0, 0
         for i in range(0, n, 256):
             idx = torch.as_tensor(order[i : i + 256])
-            features = policy.extract_features(obs[idx], policy.pi_features_extractor)
-            latent_pi, latent_vf = policy.mlp_extractor(features)
-            logits = policy.action_net(latent_pi).masked_fill(~mask[idx], -1e9)
-            values = policy.value_net(latent_vf).squeeze(-1)
-            loss = torch.nn.functional.cross_entropy(logits, act[idx])
-            loss = loss + 0.5 * torch.nn.functional.mse_loss(values, ret[idx])
+            logits, values = model(obs[idx])
+            logits = masked_logits(logits, mask[idx])
+            loss = nn.functional.cross_entropy(logits, act[idx])
+            loss = loss + 0.5 * nn.functional.mse_loss(values, ret[idx])
             opt.zero_grad()
-            torch.autograd.backward(loss)  # loss.backward(), which torch leaves unannotated
+            torch.autograd.backward(loss)
             opt.step()
             total += loss.item() * len(idx)
             correct += int((logits.argmax(-1) == act[idx]).sum())
@@ -438,36 +479,203 @@ def behaviour_clone(
     return stats
 
 
+# --- rollouts and the PPO update
+
+
+@dataclass
+class Rollout:
+    """One rollout: `n_steps` rows of the learner's decisions in every game."""
+
+    obs: torch.Tensor
+    masks: torch.Tensor
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    values: torch.Tensor
+    rewards: torch.Tensor
+    dones: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+
+
+def sample(logp: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """One action per row from log-probabilities, by the Gumbel-max trick (argmax of logp
+    plus Gumbel noise): the same distribution as `torch.multinomial`, twice as fast on
+    these rows of 360."""
+    u = torch.rand(logp.shape, generator=generator).clamp_(1e-20, 1.0)
+    return torch.argmax(logp - torch.log(-torch.log(u)), dim=-1)
+
+
+class Collector:
+    """Plays the learner in `games` and keeps the observations between rollouts."""
+
+    def __init__(self, games: SelfPlayGames, seed: int) -> None:
+        self.games = games
+        obs, masks = games.reset()
+        self.obs, self.masks = torch.as_tensor(obs), torch.as_tensor(masks)
+        self.generator = torch.Generator().manual_seed(seed)
+        self.episode_returns: list[float] = []
+
+    def collect(self, model: ActorCritic, n_steps: int, gamma: float, lam: float) -> Rollout:
+        n = len(self.games.envs)
+        obs = torch.zeros((n_steps, n, self.obs.shape[1]))
+        masks = torch.zeros((n_steps, n, self.masks.shape[1]), dtype=torch.bool)
+        actions = torch.zeros((n_steps, n), dtype=torch.long)
+        logprobs, values = torch.zeros((n_steps, n)), torch.zeros((n_steps, n))
+        rewards, dones = torch.zeros((n_steps, n)), torch.zeros((n_steps, n))
+        with torch.no_grad():
+            for t in range(n_steps):
+                obs[t], masks[t] = self.obs, self.masks
+                logits, value = model(self.obs)
+                logp = torch.log_softmax(masked_logits(logits, self.masks), -1)
+                action = sample(logp, self.generator)
+                actions[t], values[t] = action, value
+                logprobs[t] = logp.gather(1, action[:, None]).squeeze(1)
+                step = self.games.step(action.numpy())
+                rewards[t] = torch.as_tensor(step.rewards)
+                dones[t] = torch.as_tensor(step.terminated | step.truncated, dtype=torch.float32)
+                self.obs = torch.as_tensor(step.observations)
+                self.masks = torch.as_tensor(step.action_masks)
+                self.episode_returns += [r for r in step.episode_returns if r is not None]
+            next_value = model(self.obs)[1]
+        advantages = torch.zeros_like(rewards)
+        last = torch.zeros(n)
+        for t in reversed(range(n_steps)):
+            following = next_value if t == n_steps - 1 else values[t + 1]
+            alive = 1.0 - dones[t]
+            delta = rewards[t] + gamma * following * alive - values[t]
+            last = delta + gamma * lam * alive * last
+            advantages[t] = last
+        return Rollout(
+            obs, masks, actions, logprobs, values, rewards, dones, advantages, advantages + values
+        )
+
+
+def ppo_update(
+    model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Rollout, args: Args, seed: int
+) -> dict[str, float]:
+    """Clipped PPO epochs over one rollout; returns the last epoch's mean losses."""
+    flat = {
+        k: getattr(batch, k).flatten(0, 1)
+        for k in ("obs", "masks", "actions", "logprobs", "advantages", "returns")
+    }
+    size = flat["actions"].shape[0]
+    gen = np.random.default_rng(seed)
+    stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy", "kl", "clip")}
+    for _epoch in range(args.n_epochs):
+        stats = {k: [] for k in stats}
+        order = torch.as_tensor(gen.permutation(size))
+        for start in range(0, size, args.minibatch_size):
+            idx = order[start : start + args.minibatch_size]
+            logits, values = model(flat["obs"][idx])
+            logp_all = torch.log_softmax(masked_logits(logits, flat["masks"][idx]), -1)
+            logp = logp_all.gather(1, flat["actions"][idx, None]).squeeze(1)
+            entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
+            log_ratio = logp - flat["logprobs"][idx]
+            ratio = log_ratio.exp()
+            adv = flat["advantages"][idx]
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            clipped = torch.clamp(ratio, 1 - args.clip_range, 1 + args.clip_range)
+            policy_loss = -torch.min(ratio * adv, clipped * adv).mean()
+            value_loss = 0.5 * ((values - flat["returns"][idx]) ** 2).mean()
+            loss = policy_loss + args.vf_coef * value_loss - args.ent_coef * entropy
+            optimizer.zero_grad()
+            torch.autograd.backward(loss)
+            nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+            optimizer.step()
+            with torch.no_grad():
+                stats["kl"].append(float(((ratio - 1) - log_ratio).mean()))
+                stats["clip"].append(float(((ratio - 1).abs() > args.clip_range).float().mean()))
+            stats["policy"].append(policy_loss.item())
+            stats["value"].append(value_loss.item())
+            stats["entropy"].append(entropy.item())
+    return {k: float(np.mean(v)) for k, v in stats.items()}
+
+
+# --- checkpoints
+
+
+def save_checkpoint(
+    model: ActorCritic,
+    optimizer: torch.optim.Optimizer,
+    args: Args,
+    run: Path,
+    state: dict[str, Any],
+) -> Path:
+    """Model, optimizer and counters, atomically (a temporary file, then a rename); the last
+    `keep_checkpoints` are kept."""
+    ckpt_dir = run / "checkpoints"
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    path = ckpt_dir / f"step_{state['timesteps']:010d}.pt"
+    tmp = ckpt_dir / f".{path.name}.tmp"
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "state": state,
+            "network": args.network_spec(),
+            "torch_rng": torch.get_rng_state(),
+        },
+        tmp,
+    )
+    tmp.replace(path)
+    state["checkpoint"] = path.name
+    _write_json(run / "state.json", state)
+    for old in sorted(ckpt_dir.glob("step_*.pt"))[: -args.keep_checkpoints]:
+        old.unlink()
+    return path
+
+
+def load_checkpoint(
+    run: Path, model: ActorCritic, optimizer: torch.optim.Optimizer, args: Args
+) -> dict[str, Any]:
+    """Restore the newest readable checkpoint of `run` and return its counters. A damaged
+    newest file (the machine died while it was written elsewhere) falls back to the one
+    before, saying so; a checkpoint of another network is refused."""
+    paths = sorted((run / "checkpoints").glob("step_*.pt"), reverse=True)
+    if not paths:
+        raise ConfigError(f"--resume {str(run)!r}: no checkpoint yet; start it again")
+    for path in paths:
+        try:
+            blob = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # torch raises many types for damaged bytes
+            print(f"warning: skipping unreadable checkpoint {path.name}: {e}", file=sys.stderr)
+            continue
+        if blob.get("network") != args.network_spec():
+            raise ConfigError(
+                f"checkpoint {path} holds network {blob.get('network')} but the run's config "
+                f"asks for {args.network_spec()}: resume with the run's own config.json"
+            )
+        model.load_state_dict(blob["model"])
+        optimizer.load_state_dict(blob["optimizer"])
+        torch.set_rng_state(blob["torch_rng"])
+        state: dict[str, Any] = blob["state"]
+        state["checkpoint"] = path.name
+        return state
+    raise ConfigError(f"--resume {str(run)!r}: every checkpoint is unreadable; start it again")
+
+
 # --- export
 
 
-def policy_network(model: Any, args: Args) -> Any:
-    """The actor of an SB3 MaskablePPO model as a plain torch module."""
-    rules = Rules.preset(args.rules)
-    enc = current_encoding(rules)
-    net = build_network(
-        enc["observation_size"], list(args.net_arch), enc["action_size"], args.activation
-    )
-    net[0].load_state_dict(model.policy.mlp_extractor.policy_net.state_dict())
-    net[1].load_state_dict(model.policy.action_net.state_dict())
-    return net
-
-
 def export_policy(
-    model: Any, args: Args, path: str | Path, extra: dict[str, Any] | None = None
+    model: ActorCritic,
+    args: Args,
+    path: str | Path,
+    timesteps: int,
+    extra: dict[str, Any] | None = None,
 ) -> None:
-    """Write the exported policy file (torch state dict + JSON metadata)."""
-    rules = Rules.preset(args.rules)
+    """Write the exported policy file (the actor's torch state dict + JSON metadata)."""
+    rules = args.game_rules()
     meta = {
         "package_version": rummy500_env.__version__,
         "commit": _git_commit(),
         "encoding": current_encoding(rules),
         "rules": rules.to_dict(),
-        "network": {"net_arch": list(args.net_arch), "activation": args.activation},
-        "training": {**_jsonable(args), "timesteps": int(model.num_timesteps)},
+        "network": args.network_spec(),
+        "training": {**_jsonable(args), "timesteps": timesteps},
     }
     meta.update(extra or {})
-    save_policy(path, policy_network(model, args), meta)
+    save_policy(path, model.actor, meta)
 
 
 def _git_commit() -> str | None:
@@ -507,90 +715,9 @@ def evaluate_policy_file(path: Path, args: Args, games: int, workers: int) -> di
     )
     summary = run(cfg, progress=False)
     label = summary["pairs"][0]["a"]
-    out = {}
-    for row in summary["pairs"]:
-        if row["a"] == label:
-            out[row["b"]] = {
-                k: row[k]
-                for k in (
-                    "games",
-                    "wins_a",
-                    "wins_b",
-                    "draws",
-                    "win_rate_a",
-                    "win_rate_a_ci95",
-                    "margin_a",
-                    "margin_a_ci95",
-                )
-            }
-    return out
-
-
-# --- callbacks
-
-
-def _callbacks(args: Args, run: Path, state: dict[str, Any], venv: Any) -> list[Any]:
-    """Checkpoints, snapshots and evaluations, each every so many timesteps."""
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    class Every(BaseCallback):
-        """Calls `action(model)` each time the timestep count passes a multiple of `interval`
-        (counted from where a resumed run starts)."""
-
-        def __init__(self, interval: int, action: Any) -> None:
-            super().__init__()
-            self.interval, self.action = interval, action
-            self.next = (state["timesteps"] // interval + 1) * interval
-
-        def _on_step(self) -> bool:
-            if self.num_timesteps >= self.next:
-                self.next += self.interval
-                self.action(self.model, self.logger)
-            return True
-
-    def evaluate(model: Any, logger: Any) -> None:
-        path = run / "eval_policy.pt"
-        export_policy(model, args, path)
-        results = evaluate_policy_file(path, args, args.eval_games, workers=1)
-        row = {"timesteps": model.num_timesteps}
-        for bot, r in results.items():
-            logger.record(f"eval/win_rate_vs_{bot}", r["win_rate_a"])
-            logger.record(f"eval/margin_vs_{bot}", r["margin_a"])
-            row[f"win_rate_vs_{bot}"] = r["win_rate_a"]
-        append_evaluation(run, row)
-
-    return [  # snapshots first, so a checkpoint at the same step records the new pool
-        Every(args.snapshot_every, lambda m, _: add_snapshot(m, args, run, state, venv)),
-        Every(args.checkpoint_every, lambda m, _: save_checkpoint(m, args, run, state)),
-        Every(args.eval_every, evaluate),
-    ]
-
-
-def save_checkpoint(model: Any, args: Args, run: Path, state: dict[str, Any]) -> Path:
-    """Save model and state atomically (temporary file, then rename); keep the last K."""
-    ckpt_dir = run / "checkpoints"
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    steps = int(model.num_timesteps)
-    path = ckpt_dir / f"step_{steps:010d}.zip"
-    tmp = ckpt_dir / f".step_{steps:010d}.zip.tmp"
-    model.save(tmp)
-    if not tmp.exists() and Path(str(tmp) + ".zip").exists():  # SB3 appends .zip to odd names
-        Path(str(tmp) + ".zip").replace(tmp)
-    tmp.replace(path)
-    state["timesteps"] = steps
-    state["checkpoint"] = path.name
-    _write_json(run / "state.json", state)
-    for old in sorted(ckpt_dir.glob("step_*.zip"))[: -args.keep_checkpoints]:
-        old.unlink()
-    return path
-
-
-def add_snapshot(model: Any, args: Args, run: Path, state: dict[str, Any], venv: Any) -> None:
-    path = run / "snapshots" / f"snapshot_{int(model.num_timesteps):010d}.pt"
-    export_policy(model, args, path)
-    state["snapshots"] = (state["snapshots"] + [str(path)])[-args.max_snapshots :]
-    pool, weights = opponent_pool(args, state["snapshots"])
-    venv.env_method("set_opponent_pool", pool, weights)
+    keys = ["games", "wins_a", "wins_b", "draws", "win_rate_a", "win_rate_a_ci95", "margin_a"]
+    keys += ["margin_a_ci95"]
+    return {row["b"]: {k: row[k] for k in keys} for row in summary["pairs"] if row["a"] == label}
 
 
 def append_evaluation(run: Path, row: dict[str, Any]) -> None:
@@ -609,7 +736,7 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-def learning_curve(run: Path) -> Path | None:
+def learning_curve(run: Path, title: str = "learning curve") -> Path | None:
     """PNG of the periodic evaluations (win rate against each bot over timesteps)."""
     path = run / "evaluations.csv"
     if not path.exists():
@@ -626,11 +753,11 @@ def learning_curve(run: Path) -> Path | None:
         if key.startswith("win_rate_vs_"):
             ax.plot(steps, [float(r[key]) for r in rows], marker="o", label=key[12:])
     ax.axhline(0.5, color="grey", lw=0.8, ls="--")
-    ax.set_xlabel("timesteps")
+    ax.set_xlabel("learner decisions (timesteps)")
     ax.set_ylabel("win rate (games to the target)")
     ax.set_ylim(0, 1)
     ax.legend()
-    ax.set_title("learning curve")
+    ax.set_title(title)
     fig.tight_layout()
     out = run / "learning_curve.png"
     fig.savefig(out, dpi=100)
@@ -641,103 +768,169 @@ def learning_curve(run: Path) -> Path | None:
 # --- training
 
 
-def seed_everything(seed: int) -> None:
-    import torch
+class Trainer:
+    """A run: its model, optimizer, games, counters and folder. `train` drives it."""
 
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+    def __init__(self, args: Args, resume: bool) -> None:
+        self.args, self.run = args, args.run_path
+        random.seed(args.seed)
+        np.random.seed(args.seed)
+        torch.manual_seed(args.seed)
+        self.model = new_model(args)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.learning_rate, eps=1e-5)
+        if resume:
+            self.state = load_checkpoint(self.run, self.model, self.optimizer, args)
+            print(f"resumed from {self.state['checkpoint']} at {self.state['timesteps']} timesteps")
+        else:
+            ckpts = self.run / "checkpoints"
+            if ckpts.exists() and any(ckpts.glob("step_*.pt")):
+                raise ConfigError(
+                    f"{str(self.run)!r} already holds a run: pass --resume {self.run} to "
+                    "continue it, or choose another --run-dir"
+                )
+            self.run.mkdir(parents=True, exist_ok=True)
+            _write_json(self.run / "config.json", _jsonable(args))
+            self.state = {"timesteps": 0, "updates": 0, "snapshots": [], "wall_s": 0.0}
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(str(self.run / "tb"))
+        pool, weights = opponent_pool(args, self.state["snapshots"])
+        self.games = SelfPlayGames(
+            args.game_rules(),
+            args.n_games,
+            pool,
+            weights,
+            episode=args.episode,
+            seed=args.seed * 7919 + self.state["updates"],  # fresh deals after a resume
+        )
+        self.collector = Collector(self.games, args.seed + self.state["updates"])
+
+    @property
+    def timesteps(self) -> int:
+        return int(self.state["timesteps"])
+
+    def warm_start(self) -> None:
+        """Copy an exported policy's weights, or imitate ExpertAgent, before any PPO."""
+        args = self.args
+        if args.init_policy:
+            agent = PolicyAgent.load(args.init_policy, rules=args.game_rules())
+            if agent.metadata.get("network") != args.network_spec():
+                raise ConfigError(
+                    f"init_policy {args.init_policy!r} holds network "
+                    f"{agent.metadata.get('network')}, but this run trains {args.network_spec()}"
+                )
+            self.model.actor.load_state_dict(agent.network.state_dict())
+            self.state["init_policy"] = args.init_policy
+        elif args.bc_decisions:
+            t = time.time()
+            data = collect_expert(args, args.bc_decisions)
+            stats = behaviour_clone(self.model, data, args.bc_epochs, args.seed)
+            self.state["behaviour_cloning"] = stats | {"seconds": time.time() - t}
+
+    def snapshot(self) -> None:
+        """Freeze the learner into the opponent pool."""
+        path = self.run / "snapshots" / f"snapshot_{self.timesteps:010d}.pt"
+        export_policy(self.model, self.args, path, self.timesteps)
+        keep = self.args.max_snapshots
+        self.state["snapshots"] = (self.state["snapshots"] + [str(path)])[-keep:]
+        self.games.set_pool(*opponent_pool(self.args, self.state["snapshots"]))
+
+    def evaluate(self, games: int | None = None, workers: int = 1) -> dict[str, Any]:
+        """Export the learner and play `games` (default: eval_games) against each bot."""
+        games = games or self.args.eval_games
+        path = self.run / "eval_policy.pt"
+        export_policy(self.model, self.args, path, self.timesteps)
+        results = evaluate_policy_file(path, self.args, games, workers)
+        row: dict[str, Any] = {"timesteps": self.timesteps}
+        for bot, r in results.items():
+            self.writer.add_scalar(f"eval/win_rate_vs_{bot}", r["win_rate_a"], self.timesteps)
+            self.writer.add_scalar(f"eval/margin_vs_{bot}", r["margin_a"], self.timesteps)
+            row[f"win_rate_vs_{bot}"] = r["win_rate_a"]
+        append_evaluation(self.run, row)
+        print("evaluation at", self.timesteps, {k: v for k, v in row.items() if k != "timesteps"})
+        return results
+
+    def checkpoint(self) -> None:
+        save_checkpoint(self.model, self.optimizer, self.args, self.run, self.state)
+
+    def learn(self) -> None:
+        """PPO updates until `total_timesteps`, with snapshots, checkpoints and evaluations
+        each time their interval is passed."""
+        args, start = self.args, time.time()
+        every = {"snapshot": args.snapshot_every, "checkpoint": args.checkpoint_every}
+        every["evaluate"] = args.eval_every
+        due = {k: (self.timesteps // v + 1) * v for k, v in every.items()}
+        last_print, since, steps_since = time.time(), time.time(), 0
+        while self.timesteps < args.total_timesteps:
+            if args.anneal_lr:
+                frac = 1.0 - self.timesteps / args.total_timesteps
+                for group in self.optimizer.param_groups:
+                    group["lr"] = frac * args.learning_rate
+            rollout = self.collector.collect(self.model, args.n_steps, args.gamma, args.gae_lambda)
+            losses = ppo_update(
+                self.model, self.optimizer, rollout, args, args.seed + self.state["updates"]
+            )
+            self.state["updates"] += 1
+            self.state["timesteps"] += args.rollout_size
+            steps_since += args.rollout_size
+            self.state["wall_s"] += time.time() - start
+            start = time.time()
+            self._log(losses)
+            if args.progress and time.time() - last_print > 15:
+                rate = steps_since / (time.time() - since)
+                recent = self.collector.episode_returns[-500:]
+                print(
+                    f"{self.timesteps:>10,} steps  {rate:,.0f}/s  mean return "
+                    f"{np.mean(recent) if recent else float('nan'):+.3f}  entropy "
+                    f"{losses['entropy']:.2f}  kl {losses['kl']:.4f}",
+                    flush=True,
+                )
+                last_print, since, steps_since = time.time(), time.time(), 0
+            for name in ("snapshot", "checkpoint", "evaluate"):  # snapshot first: see state
+                if name == "evaluate" and self.timesteps >= args.total_timesteps:
+                    continue  # the final evaluation follows
+                if self.timesteps >= due[name]:
+                    due[name] += every[name]
+                    getattr(self, name)()
+
+    def _log(self, losses: dict[str, float]) -> None:
+        for k, v in losses.items():
+            self.writer.add_scalar(f"loss/{k}", v, self.timesteps)
+        recent = self.collector.episode_returns[-500:]
+        if recent:
+            self.writer.add_scalar("rollout/episode_return", np.mean(recent), self.timesteps)
+        self.writer.add_scalar("time/wall_s", self.state["wall_s"], self.timesteps)
 
 
 def train(args: Args, resume: bool = False) -> Path:
     """Train (or resume) and return the path of the exported policy."""
-    import torch
-    from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-
-    seed_everything(args.seed)
-    torch.set_num_threads(os.cpu_count() or 1)  # updates use the cores the envs leave idle
-    run = args.run_path
-    start = time.time()
-    if resume:
-        state = (
-            json.loads((run / "state.json").read_text()) if (run / "state.json").exists() else None
-        )
-        if not state or not state.get("checkpoint"):
-            raise ConfigError(f"--resume {str(run)!r}: no checkpoint yet; start it again")
-    else:
-        if (run / "checkpoints").exists() and any((run / "checkpoints").glob("step_*.zip")):
-            raise ConfigError(
-                f"{str(run)!r} already holds a run: pass --resume {run} to continue it, or "
-                "choose another --run-dir"
-            )
-        run.mkdir(parents=True, exist_ok=True)
-        _write_json(run / "config.json", _jsonable(args))
-        state = {"timesteps": 0, "checkpoint": None, "snapshots": [], "wall_s": 0.0}
+    trainer = Trainer(args, resume)
+    run = trainer.run
     print(f"run folder: {run}\nconfig: {json.dumps(_jsonable(args))}", flush=True)
-
-    vec = SubprocVecEnv if args.subproc and args.n_envs > 1 else DummyVecEnv
-    venv = vec([make_env(args, i) for i in range(args.n_envs)])
-    try:
-        if resume:
-            ckpt = run / "checkpoints" / state["checkpoint"]
-            model = MaskablePPO.load(ckpt, env=venv, device="cpu")
-            print(f"resumed from {ckpt.name} at {model.num_timesteps} timesteps", flush=True)
-        else:
-            model = new_model(args, venv, tensorboard_log=str(run / "tb"))
-            if args.bc_decisions:
-                t = time.time()
-                data = collect_expert(args, args.bc_decisions)
-                state["behaviour_cloning"] = behaviour_clone(model, data, args.bc_epochs, args.seed)
-                state["behaviour_cloning"]["seconds"] = time.time() - t
-            add_snapshot(model, args, run, state, venv)
-        pool, weights = opponent_pool(args, state["snapshots"])
-        venv.env_method("set_opponent_pool", pool, weights)
-        remaining = args.total_timesteps - int(model.num_timesteps)
-        if remaining > 0:
-            model.learn(
-                remaining,
-                callback=_callbacks(args, run, state, venv),
-                reset_num_timesteps=False,
-                tb_log_name="ppo",
-                progress_bar=args.progress,
-            )
-        save_checkpoint(model, args, run, state)
-    finally:
-        venv.close()
-    state["wall_s"] = state.get("wall_s", 0.0) + time.time() - start
-    _write_json(run / "state.json", state)
-
+    if not resume:
+        trainer.warm_start()
+        trainer.snapshot()
+        if args.bc_decisions or args.init_policy:
+            trainer.evaluate(args.eval_games)  # the start, to measure what PPO adds
+    trainer.learn()
+    trainer.checkpoint()
+    trainer.writer.close()
     policy = run / "policy.pt"
-    export_policy(model, args, policy)
     print(
         f"evaluating against {', '.join(args.eval_bots)} "
         f"({args.final_eval_games} games each, duplicate deals)...",
         flush=True,
     )
-    results = evaluate_policy_file(
-        policy, args, args.final_eval_games, workers=min(2, os.cpu_count() or 1)
-    )
-    append_evaluation(
-        run,
-        {
-            "timesteps": int(model.num_timesteps),
-            **{f"win_rate_vs_{b}": r["win_rate_a"] for b, r in results.items()},
+    results = trainer.evaluate(args.final_eval_games, workers=min(2, os.cpu_count() or 1))
+    extra = {
+        "evaluation": {
+            "games_per_bot": args.final_eval_games,
+            "episode": "game",
+            "results": results,
         },
-    )
-    export_policy(
-        model,
-        args,
-        policy,
-        {
-            "evaluation": {
-                "games_per_bot": args.final_eval_games,
-                "episode": "game",
-                "results": results,
-            },
-            "wall_s": state["wall_s"],
-        },
-    )
+        "wall_s": trainer.state["wall_s"],
+    }
+    export_policy(trainer.model, args, policy, trainer.timesteps, extra)
     learning_curve(run)
     for bot, r in results.items():
         lo, hi = r["win_rate_a_ci95"]
@@ -750,8 +943,8 @@ def train(args: Args, resume: bool = False) -> Path:
         Path(args.export).write_bytes(policy.read_bytes())
         print(f"copied the policy to {args.export}")
     print(
-        f"saved {policy} ({model.num_timesteps} timesteps, {state['wall_s']:.0f}s); "
-        f"evaluate it with: python -m rummy500_env.training.evaluate {policy} greedy expert"
+        f"saved {policy} ({trainer.timesteps} timesteps, {trainer.state['wall_s']:.0f}s of "
+        f"training); evaluate it with: python -m training.evaluate {policy} greedy expert"
     )
     return policy
 
