@@ -34,7 +34,9 @@ ENGINE_LAYERS += ["game"]
 """The engine's modules, each importing only modules before it (no cycle)."""
 PACKAGE_LAYERS = {
     "engine": 0,
+    "registration": 0,  # names the env modules only by string (rummy500_env.registration)
     "cards": 1,  # the documented address of engine.cards
+    "records": 1,  # game records: the engine only
     "actions": 1,
     "observation": 1,
     "observation_incremental": 1,
@@ -44,6 +46,7 @@ PACKAGE_LAYERS = {
     "training": 4,
     "bench": 5,
     "__main__": 5,
+    "play": 5,  # the browser play page: nothing below imports it
 }
 """The package's layers: a module imports only from its own layer or lower ones."""
 PACKAGE = Path(__file__).resolve().parents[1] / "rummy500_env"

@@ -1,0 +1,209 @@
+"""``python -m rummy500_env.play``: play Rummy 500 in the browser against any agent, or watch a
+recorded game step by step.
+
+    python -m rummy500_env.play                                    # against the expert bot
+    python -m rummy500_env.play --opponent models/rummy500-ppo-standard.pt
+    python -m rummy500_env.play --players 3 --opponent greedy --rules nordic
+    python -m rummy500_env.play --rules standard,target=300,discard_to_go_out=true
+    python -m rummy500_env.play --replay runs/records/pair0-deal0-seating0.json
+
+It serves the page on 127.0.0.1 (a free port unless --port says), prints the address and
+opens the browser. Games are saved after every move in the user's data folder (--data-dir),
+so a reload or a restart carries on; each finished game's record is written there too.
+docs/play.md has the details and the record format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import threading
+import time
+import webbrowser
+from pathlib import Path
+from typing import Any
+
+from rummy500_env.agents.registry import ALLOWED, parse_spec
+from rummy500_env.engine.errors import RulesError, Rummy500Error
+from rummy500_env.engine.rules import PRESETS, Rules
+
+PLAYERS = (2, 3, 4)
+"""Seats the page lays out: the human and one to three computers."""
+EXTRA_HINT = 'the play page needs its extra: pip install -e ".[play]" (in a checkout)'
+
+
+def parse_rules(text: str, players: int | None) -> Rules:
+    """``--rules``: a preset, then any ``field=value`` overrides, comma separated
+    (``nordic``, ``standard,target=300``, ``target=300``), or a JSON object of fields as
+    ``training.evaluate`` takes it (``{"preset": "nordic", "target": 300}``); ``--players``
+    sets the players.
+
+    >>> parse_rules("nordic,target=300", 3).players, parse_rules("nordic,target=300", 3).target
+    (3, 300)
+    """
+    preset, fields = _rules_json(text) if text.lstrip().startswith("{") else _rules_text(text)
+    if players is not None:
+        if fields.get("players", players) != players:
+            raise RulesError(f"--rules says players={fields['players']} but --players {players}")
+        fields["players"] = players
+    rules = Rules.preset(preset, **fields)
+    if rules.players not in PLAYERS:
+        raise RulesError(f"players={rules.players}: the play page seats 2 to 4 players")
+    return rules
+
+
+def _rules_text(text: str) -> tuple[str, dict[str, Any]]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    preset = parts.pop(0) if parts and "=" not in parts[0] else "standard"
+    fields: dict[str, Any] = {}
+    for part in parts:
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise RulesError(
+                f"--rules: expected field=value after the preset, got {part!r} "
+                "(e.g. --rules standard,target=300)"
+            )
+        fields[key.strip()] = _value(value.strip())
+    return preset, fields
+
+
+def _rules_json(text: str) -> tuple[str, dict[str, Any]]:
+    try:
+        fields = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RulesError(f"--rules {text!r} is not valid JSON: {e}") from None
+    if not isinstance(fields, dict):
+        raise RulesError(f"--rules {text!r}: give a preset and fields, or a JSON object")
+    return str(fields.pop("preset", "standard")), fields
+
+
+def _value(text: str) -> Any:
+    """A field value from text: true/false, none, an int, or the text itself."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return text
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m rummy500_env.play",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "--opponent", default="expert", metavar="AGENT", help=f"the computer: {ALLOWED}"
+    )
+    ap.add_argument(
+        "--rules",
+        default="standard",
+        help=f"a preset ({', '.join(PRESETS)}) and field=value overrides, comma separated",
+    )
+    ap.add_argument(
+        "--players", type=int, choices=PLAYERS, default=None, help="seats, you included (2)"
+    )
+    ap.add_argument("--host", default="127.0.0.1", help="address to serve on (127.0.0.1)")
+    ap.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    ap.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    ap.add_argument("--data-dir", type=Path, default=None, help="where games are saved")
+    ap.add_argument("--seed", type=int, default=None, help="deal games from seed, seed+1, ...")
+    ap.add_argument(
+        "--pace", type=int, default=700, metavar="MS", help="pause between computer moves (700)"
+    )
+    ap.add_argument("--replay", type=Path, default=None, metavar="FILE", help="watch a record")
+    return ap
+
+
+def _open_when_ready(server: Any, url: str) -> None:
+    """Open the browser once the server accepts connections."""
+    for _ in range(200):
+        if server.started:
+            webbrowser.open(url)
+            return
+        time.sleep(0.05)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)  # connections wait from now on, so the printed address works at once
+    except OSError as e:
+        sock.close()
+        raise Rummy500Error(
+            f"cannot listen on {host}:{port} ({e.strerror}): choose another --port, or leave "
+            "it out for a free one"
+        ) from None
+    return sock
+
+
+def serve(app: Any, sock: socket.socket, banner: str, open_browser: bool) -> None:
+    """Serve `app` on a bound socket until Ctrl+C, printing the address first."""
+    import uvicorn
+
+    host, port = sock.getsockname()[:2]
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    url = f"http://{f'[{shown}]' if ':' in shown else shown}:{port}/"
+    print(f"{banner}\n  {url}\n(Ctrl+C stops the server)", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    if open_browser:
+        threading.Thread(target=_open_when_ready, args=(server, url), daemon=True).start()
+    server.run(sockets=[sock])
+
+
+def _play_app(args: argparse.Namespace) -> tuple[Any, str]:
+    from rummy500_env.play.server import create_app
+    from rummy500_env.play.store import default_data_dir
+    from rummy500_env.play.table import Setup
+
+    rules = parse_rules(args.rules, args.players)
+    spec = args.opponent
+    if parse_spec(spec).kind == "policy":
+        spec = str(Path(spec).resolve())  # saved games name the file wherever the server runs
+    data_dir = args.data_dir or default_data_dir()
+    app = create_app(Setup(rules, spec), data_dir, args.seed, args.pace, args.host)
+    label = app.state.service.setup.opponent_label()
+    return app, f"Rummy 500 against {label} (games saved in {data_dir})"
+
+
+def _replay_app(args: argparse.Namespace) -> tuple[Any, str]:
+    from rummy500_env.play.server import create_replay_app
+    from rummy500_env.records import Record
+
+    record = Record.load(args.replay)
+    app = create_replay_app(record, args.replay.name, args.host)
+    return app, f"Replay of {args.replay} ({len(record.hands)} hands)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.pace < 0:
+        print("error: --pace must be 0 or more milliseconds", file=sys.stderr)
+        return 2
+    try:
+        app, banner = _replay_app(args) if args.replay else _play_app(args)
+        sock = _bind(args.host, args.port)
+    except ModuleNotFoundError as e:
+        need = "PyTorch (pip install torch)" if e.name == "torch" else EXTRA_HINT
+        print(f"error: {e.name} is not installed: {need}", file=sys.stderr)
+        return 2
+    except Rummy500Error as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        serve(app, sock, banner, not args.no_browser)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
