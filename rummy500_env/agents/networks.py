@@ -7,10 +7,10 @@
     A network that treats the 52 cards alike. Every 52-wide slice of the observation (hand,
     pile, table, known cards, fits, ...) becomes one input channel of a 4 × 13 suit-by-rank
     grid; the other slices (sizes, totals, phase, flags) form a global vector. Residual blocks
-    mix each card with its rank neighbours in the suit (a convolution along the ranks, which
-    wraps so the ace touches both the two and the king: runs), with the other suits of its rank
-    (the mean over suits: sets), and with the whole position (the mean over cards plus the
-    global vector). The action logits are tied to the cards they name: a discard's logit is
+    mix each card with its rank neighbours in the suit (a width-3 convolution along the
+    ranks, which wraps so the ace touches both the two and the king: runs), with the other
+    suits of its rank (the mean over suits: sets), and with the whole position (the mean over
+    cards plus the global vector). The action logits are tied to the cards they name: a discard's logit is
     read off its card's features, a lay-off's off its card's features (one per fit), a meld's
     off the sum of its three cards' features, and taking the pile down to a card off that
     card's features wherever it lies in the pile. Only draw and decline read the global
@@ -18,8 +18,8 @@
     trains with a separate critic instead).
 
 Why: a flat MLP must learn "a 7 of hearts next to a 6 and an 8 of hearts" separately for every
-card; this network learns it once and applies it to all 52, with a tenth of the weights
-(measured in benchmarks/policy_networks.py).
+card; this network learns it once and applies it to all 52, with a fifth to a thirteenth of
+the first model's weights (benchmarks/policy_networks.py compares their sizes and costs).
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ class CardBlock(nn.Module):
     """One residual block over card features laid out (B, suit, rank, C): each card mixed
     with its run neighbours, its set mates and the whole position.
 
-    The rank neighbours are gathered with `torch.roll` and mixed by one linear layer instead
-    of a `Conv2d` along the ranks: the same function, 2.4 times faster to train on CPU for
-    these small grids (benchmarks/policy_networks.py)."""
+    The run mixing is a width-3 convolution along the ranks with wrap-around padding, written
+    as `torch.roll` and one linear layer over the three neighbours' features, so the whole
+    network is linear layers on (B, 4, 13, C) tensors."""
 
     def __init__(self, channels: int) -> None:
         super().__init__()

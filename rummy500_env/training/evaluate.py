@@ -10,22 +10,26 @@ odd number of players the other agent also takes the extra seat), so the luck of
 of the seat cancels; margin intervals treat each deal (all its seatings) as one sample. The
 games per pair are rounded up to whole deals.
 
-Games run in parallel, deterministically for a seed. The tool prints a table (games, wins,
-win rate with a 95% Wilson interval, mean points per hand, mean final margin with its 95%
-interval) and Elo ratings fitted by maximum likelihood (Bradley-Terry) with 95% intervals, and
-writes ``results.json``, ``pairs.csv`` and ``ratings.png`` to --out.
+Games run in parallel, deterministically for a seed: in a process pool, or with ``--ray`` as
+Ray tasks on a local Ray instance or a cluster (``--address``), with the same results. The tool
+prints a table (games, wins, win rate with a 95% Wilson interval, mean points per hand, mean
+final margin with its 95% interval) and Elo ratings fitted by maximum likelihood
+(Bradley-Terry) with 95% intervals, and writes ``results.json``, ``pairs.csv`` and
+``ratings.png`` to --out.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import itertools
 import json
 import math
 import multiprocessing as mp
 import os
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,10 +37,13 @@ from typing import Any
 
 import numpy as np
 
+from rummy500_env.agents.base import Agent
 from rummy500_env.agents.registry import check_spec, make_agent
-from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.errors import Rummy500Error, RulesError
 from rummy500_env.engine.rules import PRESETS, Rules
-from rummy500_env.training.arena import play
+from rummy500_env.records import Recorder
+from rummy500_env.rummy500_v0 import raw_env
+from rummy500_env.training.arena import parse_rules, play
 
 
 class EvaluateError(Rummy500Error):
@@ -74,6 +81,12 @@ class Config:
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     seed: int = 0
     out: str = "runs/evaluate"
+    ray: bool = False
+    """Play the games as Ray tasks (`_run_on_ray`) instead of in a local process pool."""
+    address: str | None = None
+    """With `ray`: the cluster to join; None starts a local Ray instance of `workers` CPUs."""
+    record: str | None = None
+    """A folder to write one game record per game into (`rummy500_env.records`), or None."""
 
 
 def _run(args: tuple[Config, list[str], Task]) -> GameRecord:
@@ -81,7 +94,13 @@ def _run(args: tuple[Config, list[str], Task]) -> GameRecord:
     rules = _rules(cfg)
     game_seed = cfg.seed * 1_000_003 + task.deal
     agents = [make_agent(pair_specs[a], rules, game_seed * 7 + s) for s, a in enumerate(task.seats)]
+    moves: list[int] = []
+    if cfg.record is not None:
+        agents = [_Noting(agent, moves) for agent in agents]
     r = play(agents, rules, seed=game_seed, episode=cfg.episode)
+    if cfg.record is not None:
+        players = [pair_specs[a] for a in task.seats]
+        _write_record(cfg, rules, game_seed, moves, players, task, r.totals)
     n = rules.players
     per_agent: list[list[float]] = [[], []]
     for scores in r.hand_scores:
@@ -107,10 +126,48 @@ def _run(args: tuple[Config, list[str], Task]) -> GameRecord:
     )
 
 
+class _Noting:
+    """An agent that notes the action ids it plays, in the order played (for --record)."""
+
+    def __init__(self, agent: Agent, moves: list[int]) -> None:
+        self.agent, self.moves = agent, moves
+
+    def act(self, observation: np.ndarray[Any, Any], action_mask: np.ndarray[Any, Any]) -> int:
+        move = int(self.agent.act(observation, action_mask))
+        self.moves.append(move)
+        return move
+
+
+def _write_record(
+    cfg: Config,
+    rules: Rules,
+    seed: int,
+    moves: list[int],
+    players: list[str],
+    task: Task,
+    totals: list[int],
+) -> None:
+    """Write one game's record (--record): its action ids replayed on an env dealt from the same
+    seed give the engine's seed and the actions in notation; the replay must end where the
+    game did."""
+    env = raw_env(rules=rules, episode=cfg.episode)
+    env.reset(seed=seed)
+    assert env.game is not None
+    meta = {"source": "training.evaluate", "env_seed": seed, "pair": task.pair, "deal": task.deal}
+    recorder = Recorder(rules, env.game.seed, players, meta | {"seating": task.rotation})
+    for move in moves:
+        if recorder.game.phase == "hand_over":
+            recorder.next_hand()
+        recorder.play(env.codec.decode(recorder.game, move))
+    if recorder.game.totals != totals:
+        raise EvaluateError(f"the record of deal {task.deal} does not replay to the game played")
+    name = f"pair{task.pair}-deal{task.deal}-seating{task.rotation}.json"
+    recorder.record.save(Path(cfg.record or ".") / name)
+
+
 def _rules(cfg: Config) -> Rules:
-    if cfg.players is None:
-        return Rules.preset(cfg.rules)
-    return Rules.preset(cfg.rules, players=cfg.players)
+    rules = parse_rules(cfg.rules)
+    return rules if cfg.players is None else dataclasses.replace(rules, players=cfg.players)
 
 
 def seatings(n: int) -> list[list[int]]:
@@ -360,7 +417,9 @@ def run(cfg: Config, progress: bool = True) -> dict[str, Any]:
     work = [(cfg, [cfg.specs[pairs[t.pair][0]], cfg.specs[pairs[t.pair][1]]], t) for t in tasks]
     records: list[GameRecord] = []
     bar = _progress(len(work), progress)
-    if cfg.workers > 1:
+    if cfg.ray:
+        records = _run_on_ray(cfg, work, bar)
+    elif cfg.workers > 1:
         with mp.get_context("spawn").Pool(cfg.workers) as pool:
             for rec in pool.imap_unordered(
                 _run, work, chunksize=max(1, len(work) // (cfg.workers * 20))
@@ -374,6 +433,62 @@ def run(cfg: Config, progress: bool = True) -> dict[str, Any]:
     bar.close()
     records.sort(key=lambda r: (r.pair, r.deal, r.rotation))
     return summarize(cfg, records)
+
+
+def _run_chunk(
+    work: list[tuple[Config, list[str], Task]], files: dict[str, bytes]
+) -> list[GameRecord]:
+    """Play games on a Ray worker. `files` holds the bytes of the policy files the specs name,
+    sent with the task: a worker on a node where a path does not exist plays a temporary copy
+    of the same file, so a cluster needs no shared filesystem."""
+    with tempfile.TemporaryDirectory() as tmp:
+        local = {}
+        for k, (spec, data) in enumerate(files.items()):
+            if not Path(spec).is_file():
+                copy = Path(tmp) / str(k) / Path(spec).name
+                copy.parent.mkdir()
+                copy.write_bytes(data)
+                local[spec] = str(copy)
+        return [_run((cfg, [local.get(s, s) for s in pair], task)) for cfg, pair, task in work]
+
+
+def _run_on_ray(
+    cfg: Config, work: list[tuple[Config, list[str], Task]], bar: Any
+) -> list[GameRecord]:
+    """The games as Ray tasks: on the cluster at ``cfg.address``, on a local Ray instance of
+    ``cfg.workers`` CPUs, or on the Ray instance this process has already joined (training on
+    RLlib evaluates this way). Every game's seed comes from its deal and seating, never from
+    where it runs, so the records are the local pool's. Policy files travel with the tasks
+    (`_run_chunk`)."""
+    try:
+        import ray
+    except ModuleNotFoundError:
+        raise EvaluateError(
+            'training.evaluate --ray needs Ray: pip install "ray[default]" (or the rllib '
+            'extra: pip install torch==2.13.0 -e ".[rllib]")'
+        ) from None
+    joined = not ray.is_initialized()
+    if joined and cfg.address:
+        ray.init(address=cfg.address)
+    elif joined:
+        ray.init(num_cpus=cfg.workers, include_dashboard=False)
+    try:
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        size = max(1, len(work) // (cpus * 4))  # a few chunks per CPU: balanced, few round trips
+        policies = [spec for spec in cfg.specs if Path(spec).is_file()]
+        files = ray.put({spec: Path(spec).read_bytes() for spec in policies})
+        play = ray.remote(_run_chunk)
+        pending = [play.remote(work[i : i + size], files) for i in range(0, len(work), size)]
+        records: list[GameRecord] = []
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            chunk = ray.get(done[0])
+            records += chunk
+            bar.update(len(chunk))
+        return records
+    finally:
+        if joined:
+            ray.shutdown()
 
 
 def _progress(total: int, enabled: bool) -> Any:
@@ -403,23 +518,44 @@ def parse_args(argv: list[str] | None = None) -> Config:
         default=200,
         help="games per pair, rounded up to whole deals (default 200)",
     )
-    ap.add_argument("--rules", default="standard", help=f"preset: {', '.join(PRESETS)}")
+    ap.add_argument(
+        "--rules",
+        default="standard",
+        help=f"a preset ({', '.join(PRESETS)}) or a JSON object of rules fields, e.g. "
+        '\'{"jokers": 2, "rummy_calls": true}\'',
+    )
     ap.add_argument("--players", type=int, default=None, help="override the preset's players")
     ap.add_argument("--episode", default="game", help="game (to the target) or hand")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="runs/evaluate", help="folder for JSON, CSV and PNG")
+    ap.add_argument(
+        "--record",
+        default=None,
+        metavar="DIR",
+        help="write one game record (JSON, replays exactly) per game into DIR; watch one with "
+        "python -m rummy500_env.play --replay FILE",
+    )
+    ap.add_argument(
+        "--ray",
+        action="store_true",
+        help="play the games as Ray tasks (a local Ray instance of --workers CPUs, or the "
+        "cluster at --address); the results are those of the local pool",
+    )
+    ap.add_argument(
+        "--address", default=None, help='with --ray: the Ray cluster to join, e.g. "auto"'
+    )
     a = ap.parse_args(argv)
     if len(a.agents) < 2:
         raise EvaluateError("give at least two agents, e.g. `greedy random`")
     if a.games < 1:
         raise EvaluateError(f"--games {a.games}: give a positive number of games per pair")
-    if a.rules not in PRESETS:
-        raise EvaluateError(f"--rules {a.rules!r}: use one of {', '.join(PRESETS)}")
     if a.episode not in ("game", "hand"):
         raise EvaluateError(f"--episode {a.episode!r}: use 'game' or 'hand'")
     if a.workers < 1:
         raise EvaluateError(f"--workers {a.workers}: use 1 or more")
+    if a.address is not None and not a.ray:
+        raise EvaluateError(f"--address {a.address!r} needs --ray")
     cfg = Config(
         [check_spec(s) for s in a.agents],
         a.games,
@@ -429,8 +565,14 @@ def parse_args(argv: list[str] | None = None) -> Config:
         a.workers,
         a.seed,
         a.out,
+        ray=a.ray,
+        address=a.address,
+        record=a.record,
     )
-    _rules(cfg)  # RulesError now, not in a worker
+    try:
+        _rules(cfg)  # the error now, not in a worker
+    except RulesError as e:
+        raise EvaluateError(f"--rules {a.rules!r}: {e}") from None
     return cfg
 
 
@@ -446,6 +588,8 @@ def main(argv: list[str] | None = None) -> int:
     print_table(summary)
     write_outputs(summary, Path(cfg.out))
     print(f"\nwrote {cfg.out}/results.json, pairs.csv, ratings.png ({summary['wall_s']:.0f}s)")
+    if cfg.record is not None:
+        print(f"wrote one game record per game to {cfg.record}/")
     return 0
 
 

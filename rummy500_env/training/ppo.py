@@ -776,6 +776,7 @@ class Trainer:
         random.seed(args.seed)
         np.random.seed(args.seed)
         torch.manual_seed(args.seed)
+        torch.set_num_threads(args.threads)
         self.model = new_model(args)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.learning_rate, eps=1e-5)
         if resume:
