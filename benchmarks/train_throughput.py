@@ -1,6 +1,7 @@
 """Training throughput: learner steps/s of `training.ppo`, per training config.
 
     python benchmarks/train_throughput.py [--steps 32768] [--config ppo ppo_long] [--json]
+    python benchmarks/train_throughput.py --config ppo --set network=mlp   # override fields
 
 Each config (a packaged name or a YAML path) runs its own games, network, opponent pool and
 PPO update, without behaviour cloning, periodic snapshots or evaluation: one frozen snapshot
@@ -15,14 +16,16 @@ import argparse
 import json
 import tempfile
 import time
+from typing import Any
 
 from rummy500_env.training.ppo import Trainer, args_from_dict, load_yaml
 
 
-def measure(config: str, steps: int) -> float:
+def measure(config: str, steps: int, overrides: dict[str, Any]) -> float:
     """Learner steps/s over at least `steps` steps of learning under `config`."""
     with tempfile.TemporaryDirectory() as run:
-        fields = load_yaml(config) | {"bc_decisions": 0, "init_policy": None, "run_dir": run}
+        fields = load_yaml(config) | overrides
+        fields |= {"bc_decisions": 0, "init_policy": None, "run_dir": run}
         args = args_from_dict(fields | {"progress": False})
         big = 10**12
         args.snapshot_every = args.checkpoint_every = args.eval_every = big
@@ -38,13 +41,24 @@ def measure(config: str, steps: int) -> float:
     return rate
 
 
+def _field(item: str) -> tuple[str, Any]:
+    """``FIELD=VALUE`` with a JSON value, or a plain string (``network=mlp``)."""
+    name, _, text = item.partition("=")
+    try:
+        return name, json.loads(text)
+    except json.JSONDecodeError:
+        return name, text
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--steps", type=int, default=32768)
     ap.add_argument("--config", nargs="+", default=["ppo", "ppo_long"])
+    ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="JSON values")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    out = {config: measure(config, a.steps) for config in a.config}
+    overrides = dict(_field(item) for item in a.set)
+    out = {config: measure(config, a.steps, overrides) for config in a.config}
     if a.json:
         print(json.dumps(out))
     else:

@@ -171,7 +171,7 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(trained, tmp_p
     assert state["checkpoint"] == before.name
     assert f"skipping unreadable checkpoint {newest.name}" in capsys.readouterr().err
     other = args_from_dict(json.loads((run / "config.json").read_text()) | {"channels": 9})
-    with pytest.raises(ConfigError, match="holds network .* but the run's config asks for"):
+    with pytest.raises(ConfigError, match=r"holds network .* but the run's config asks for"):
         load_checkpoint(run, new_model(other), torch.optim.Adam(model.parameters()), other)
 
 

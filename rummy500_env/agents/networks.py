@@ -10,12 +10,12 @@
     mix each card with its rank neighbours in the suit (a width-3 convolution along the
     ranks, which wraps so the ace touches both the two and the king: runs), with the other
     suits of its rank (the mean over suits: sets), and with the whole position (the mean over
-    cards plus the global vector). The action logits are tied to the cards they name: a discard's logit is
-    read off its card's features, a lay-off's off its card's features (one per fit), a meld's
-    off the sum of its three cards' features, and taking the pile down to a card off that
-    card's features wherever it lies in the pile. Only draw and decline read the global
-    summary. A value head on the same summary is the critic in training (the ``mlp`` actor
-    trains with a separate critic instead).
+    cards plus the global vector). The action logits are tied to the cards they name: a
+    discard's logit is read off its card's features, a lay-off's off its card's features (one
+    per fit), a meld's off the sum of its three cards' features, and taking the pile down to a
+    card off that card's features wherever it lies in the pile. Only draw and decline read the
+    global summary. A value head on the same summary is the critic in training (the ``mlp``
+    actor trains with a separate critic instead).
 
 Why: a flat MLP must learn "a 7 of hearts next to a 6 and an 8 of hearts" separately for every
 card; this network learns it once and applies it to all 52, with a fifth to a thirteenth of
