@@ -13,13 +13,15 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rummy500_env import engine
+from rummy500_env import engine, registration
 from rummy500_env.engine import *  # noqa: F403 - the engine's public names, listed in its __all__
 
 __version__ = "0.1.0"
 
 # env, raw_env and rummy500_v0 come from __getattr__ below (hence the noqa).
 __all__ = [*engine.__all__, "__version__", "env", "raw_env", "rummy500_v0"]  # noqa: F405
+
+registration.install()  # gymnasium.make("Rummy500-v0"), pettingzoo.make("aec", "rummy500_v0")
 
 
 def __getattr__(name: str) -> Any:

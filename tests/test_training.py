@@ -234,7 +234,7 @@ def test_evaluate_accepts_the_exported_policy(trained, tmp_path):
         (["--opponents.greedy", "-2"], "opponents="),
         (["--minibatch-size", "100000"], "minibatch_size=100000"),
         (["--network", "transformer"], "network='transformer'"),
-        (["--rules", "{\"jokers\": 3}"], "jokers=3 is not allowed"),
+        (["--rules", '{"jokers": 3}'], "jokers=3 is not allowed"),
         (["--resume", "/nonexistent/run"], "no run there"),
         (["--config", "/nonexistent.yaml"], "no config file"),
         (["--config", "ppo_longer"], "give a packaged config (ppo, ppo_long"),

@@ -1,0 +1,291 @@
+"""training.rllib: self-play PPO on Ray RLlib, exported to the package's policy file.
+
+The configuration, the opponent draw and the missing-Ray error are plain Python and run
+everywhere. The rest needs the ``rllib`` extra and is skipped without it (the test extra
+does not install Ray): one local Ray instance serves a short training run (a remote env
+runner, so the env factory and the modules really cross process boundaries), its export
+loaded by `PolicyAgent` with torch alone and played, a resume, the snapshot copy, and
+``training.evaluate --ray`` against the local pool.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from rummy500_env.training import rllib
+from rummy500_env.training.ppo import ConfigError
+
+TINY = [
+    "--train-batch-size",
+    "400",
+    "--batch-size",
+    "128",
+    "--n-epochs",
+    "1",
+    "--net-arch",
+    "32",
+    "32",
+    "--snapshot-every",
+    "400",
+    "--checkpoint-every",
+    "400",
+    "--eval-every",
+    "1000000",
+    "--final-eval-games",
+    "2",
+    "--eval-bots",
+    "greedy",
+    "--num-cpus",
+    "2",
+]
+
+
+# --- plain Python: no Ray needed
+
+
+def test_packaged_config_is_valid_and_flags_override_it():
+    args, resuming = rllib.parse_args(["--num-env-runners", "3", "--opponents.self", "0.5"])
+    assert not resuming
+    assert args.num_env_runners == 3
+    assert args.opponents["self"] == 0.5
+    assert args.address is None  # local Ray unless a cluster is named
+
+
+@pytest.mark.parametrize(
+    "flags, field",
+    [
+        (["--num-env-runners", "-1"], "num_env_runners"),
+        (["--batch-size", "5000"], "batch_size"),
+        (["--opponents.greedy", "-1"], "opponents"),
+        (["--rules", "martian"], "rules"),
+        (["--activation", "sigmoid"], "activation"),
+        (["--sample-timeout-s", "0"], "sample_timeout_s"),
+    ],
+)
+def test_bad_values_name_the_field(flags, field):
+    with pytest.raises(ConfigError, match=field):
+        rllib.parse_args(flags)
+
+
+def test_unknown_yaml_field_lists_the_known_ones(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("num_rollout_workers: 4\n")
+    with pytest.raises(ConfigError, match=r"unknown config field.*num_rollout_workers"):
+        rllib.parse_args(["--config", str(bad)])
+
+
+def test_pool_splits_the_self_weight_over_the_snapshots():
+    args = rllib.Args(opponents={"greedy": 0.4, "search:20ms": 0.0, "self": 0.6}, max_snapshots=3)
+    pool = rllib.opponent_pool(args)
+    assert pool == {
+        "bot_greedy": ("greedy", 0.4),
+        "snapshot_0": (None, pytest.approx(0.2)),
+        "snapshot_1": (None, pytest.approx(0.2)),
+        "snapshot_2": (None, pytest.approx(0.2)),
+    }
+    assert rllib.bot_module_id("search:20ms") == "bot_search_20ms"  # a safe folder name
+
+
+class Episode:
+    def __init__(self, id_: str) -> None:
+        self.id_ = id_
+
+
+def test_mapping_gives_each_episode_one_learner_seat_and_one_opponent():
+    """RLlib asks per agent; the answers of one episode must agree, across episodes the
+    learner must sit in every seat and meet the opponents by weight."""
+    mapping = rllib.PoolMapping(3, ["bot_greedy", "snapshot_0"], [0.75, 0.25])
+    seats: Counter[int] = Counter()
+    opponents: Counter[str] = Counter()
+    for k in range(2000):
+        episode = Episode(f"episode-{k}")
+        modules = [mapping(f"player_{s}", episode) for s in range(3)]
+        assert modules.count(rllib.LEARNER) == 1
+        others = {m for m in modules if m != rllib.LEARNER}
+        assert len(others) == 1
+        seats[modules.index(rllib.LEARNER)] += 1
+        opponents[others.pop()] += 1
+        assert modules == [mapping(f"player_{s}", episode) for s in range(3)]  # asked again
+    assert all(550 < seats[s] < 780 for s in range(3)), seats
+    assert 0.70 < opponents["bot_greedy"] / 2000 < 0.80, opponents
+
+
+def test_local_ray_keeps_a_cpu_for_the_evaluations():
+    """Env runners reserve their CPUs for as long as they live; evaluation games are Ray tasks
+    that need one more, or they would wait for ever."""
+    assert rllib.local_cpus(rllib.Args(num_cpus=2, num_env_runners=1)) == 2
+    assert rllib.local_cpus(rllib.Args(num_cpus=2, num_env_runners=2)) == 3
+    assert rllib.local_cpus(rllib.Args(num_cpus=2, num_env_runners=2, num_learners=2)) == 5
+
+
+def test_without_ray_it_says_which_extra_to_install(monkeypatch):
+    monkeypatch.setattr(rllib, "RAY_MISSING", ModuleNotFoundError("No module named 'ray'"))
+    with pytest.raises(
+        rllib.RayMissingError, match=r'pip install torch==2\.13\.0 -e "\.\[rllib\]"'
+    ):
+        rllib.require_ray()
+    assert rllib.main(["--total-timesteps", "10"]) == 2
+
+
+# --- on a local Ray instance (the rllib extra)
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    """One local Ray instance for the module's tests (training joins it and leaves it up)."""
+    if rllib.RAY_MISSING is not None:
+        pytest.skip(f"Ray RLlib is not installed (the rllib extra): {rllib.RAY_MISSING}")
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=256 * 2**20)
+    yield ray
+    ray.shutdown()
+
+
+def test_trains_exports_resumes_and_the_file_plays_without_ray(ray_instance, tmp_path):
+    from rummy500_env.agents.policy import PolicyAgent, load_policy_file
+    from rummy500_env.training.arena import play
+    from rummy500_env.training.evaluate import main as evaluate_main
+
+    run = tmp_path / "run"
+    flags = [*TINY, "--num-env-runners", "1", "--run-dir", str(run)]
+    assert rllib.main([*flags, "--total-timesteps", "800"]) == 0
+
+    state = json.loads((run / "state.json").read_text())
+    assert state["timesteps"] >= 800 and state["iterations"] == 2
+    checkpoints = sorted(p.name for p in (run / "checkpoints").iterdir())
+    assert checkpoints[-1] == state["checkpoint"] == f"step_{state['timesteps']:010d}"
+    assert len(checkpoints) <= 3  # keep_checkpoints
+    assert any((run / "tb").iterdir())
+    policy = PolicyAgent.load(run / "policy.pt")
+    meta = policy.metadata
+    assert meta["training"]["trainer"] == "rllib"
+    assert meta["network"] == {"kind": "mlp", "net_arch": [32, 32], "activation": "tanh"}
+    assert set(meta["evaluation"]["results"]) == {"greedy"}
+    from rummy500_env.agents import GreedyAgent
+    from rummy500_env.engine.rules import Rules
+
+    result = play([policy, GreedyAgent(Rules.preset("standard"))], "standard", seed=3)
+    assert result.winner in (0, 1, None) and result.hand_scores
+    out = tmp_path / "eval"
+    args = [str(run / "policy.pt"), "random", "--games", "2", "--workers", "1", "--out", str(out)]
+    assert evaluate_main(args) == 0
+
+    # Resuming to the same total trains nothing more: the restored learner is the saved one.
+    before = load_policy_file(run / "policy.pt")["state_dict"]
+    assert rllib.main(["--resume", str(run), "--total-timesteps", "800"]) == 0
+    after = load_policy_file(run / "policy.pt")["state_dict"]
+    assert all((before[k] == after[k]).all() for k in before)
+    # ... and a larger total trains on from the checkpoint, with no env runner this time.
+    assert (
+        rllib.main(["--resume", str(run), "--total-timesteps", "1200", "--num-env-runners", "0"])
+        == 0
+    )
+    resumed = json.loads((run / "state.json").read_text())
+    assert resumed["timesteps"] >= 1200 and resumed["iterations"] == 3
+
+
+def test_a_run_folder_is_not_overwritten(ray_instance, tmp_path):
+    run = tmp_path / "run"
+    (run / "checkpoints" / "step_0000000400").mkdir(parents=True)
+    assert rllib.main([*TINY, "--run-dir", str(run), "--total-timesteps", "400"]) == 2
+
+
+def test_snapshot_copies_the_learner_to_the_env_runners(ray_instance):
+    import torch
+
+    args = rllib.Args(
+        num_env_runners=1, train_batch_size=200, batch_size=100, n_epochs=1, net_arch=(16,)
+    )
+    rllib.start_ray(args)
+    algo = rllib.build_config(args).build_algo()
+    try:
+        algo.train()  # the learner moves away from its initial weights
+        state = {"next_snapshot": 0, "snapshots": {}, "timesteps": 200}
+        assert rllib.take_snapshot(algo, state, args) == "snapshot_0"
+        learner = rllib.learner_weights(algo)
+        frozen = algo.get_module("snapshot_0").pi.state_dict()  # the copy that samples
+        for key, value in frozen.items():
+            assert torch.equal(value, torch.as_tensor(learner[f"pi.{key}"])), key
+        other = algo.get_module("snapshot_1").pi.state_dict()  # still the initial learner
+        assert not all(torch.equal(other[k], frozen[k]) for k in frozen)
+        assert state == {"next_snapshot": 1, "snapshots": {"snapshot_0": 200}, "timesteps": 200}
+    finally:
+        algo.stop()
+
+
+def test_evaluate_on_ray_gives_the_local_pools_results(ray_instance):
+    from rummy500_env.training.evaluate import Config, run
+
+    local = run(Config(["greedy", "random", "expert"], games=4, workers=1, seed=5), progress=False)
+    on_ray = run(
+        Config(["greedy", "random", "expert"], games=4, workers=2, seed=5, ray=True),
+        progress=False,
+    )
+    assert on_ray["games"] == local["games"]
+    assert on_ray["pairs"] == local["pairs"]
+    assert on_ray["elo"] == local["elo"]
+    assert len(local["games"]) == 12
+
+
+def test_policy_files_travel_with_the_ray_tasks(tmp_path):
+    """A Ray worker on a node without the file plays the bytes that came with the task; the
+    game is the one the file would have played where it lies."""
+    from rummy500_env.agents.policy import build_network, current_encoding, save_policy
+    from rummy500_env.engine.rules import Rules
+    from rummy500_env.training.evaluate import Config, _run, _run_chunk, tasks_for
+
+    rules = Rules.preset("standard")
+    enc = current_encoding(rules)
+    net = build_network(enc["observation_size"], [8], enc["action_size"], "tanh")
+    here = tmp_path / "p.pt"
+    network = {"kind": "mlp", "net_arch": [8], "activation": "tanh"}
+    save_policy(here, net, {"encoding": enc, "rules": rules.to_dict(), "network": network})
+    elsewhere = str(tmp_path / "on-the-head-node" / "p.pt")  # no such file on this "worker"
+    cfg = Config([elsewhere, "greedy"], games=2, episode="hand", workers=1)
+    task = tasks_for(cfg)[0]
+    played = _run_chunk([(cfg, [elsewhere, "greedy"], task)], {elsewhere: here.read_bytes()})
+    assert played == [_run((cfg, [str(here), "greedy"], task))]
+
+
+def test_evaluate_cli_refuses_address_without_ray():
+    from rummy500_env.training.evaluate import main as evaluate_main
+
+    assert evaluate_main(["greedy", "random", "--address", "auto"]) == 2
+
+
+def test_evaluate_ray_without_ray_installed_says_so(monkeypatch):
+    import builtins
+
+    from rummy500_env.training import evaluate
+
+    real_import = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray":
+            raise ModuleNotFoundError("No module named 'ray'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(evaluate.EvaluateError, match=r"--ray needs Ray"):
+        evaluate.run(evaluate.Config(["greedy", "random"], games=2, ray=True), progress=False)
+
+
+def test_the_entry_point_runs_from_a_checkout():
+    """``python -m training.rllib --help`` works with or without Ray (it is tyro's help)."""
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-m", "training.rllib", "--help"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "--num-env-runners" in out.stdout and "--address" in out.stdout
