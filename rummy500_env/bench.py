@@ -1,9 +1,15 @@
-"""Throughput benchmarks: ``python -m rummy500_env.bench [--engine] [--env] [--games N]``.
+"""Throughput benchmarks: ``python -m rummy500_env.bench [--engine] [--env] [--games N]
+[--rules RULES]``.
 
 Prints decisions/s and hands/s of the engine under random legal play, AEC steps/s of the
 PettingZoo env (``raw_env`` and the wrapped ``env()``), and, when the peers' virtual
 environment exists (``ANCHORS_VENV``; their benchmark script at ``ANCHORS_SCRIPT``), the peers
 measured in the same run, with our/peer ratios. Speed targets live here, never in timed tests.
+
+``--rules`` measures other rules than ``standard`` (a preset name, or a JSON object of `Rules`
+fields): ``--rules '{"jokers": 2, "rummy_calls": true}'`` measures jokers and calls
+(docs/rules.md §5). The peers play their own game, so they are measured only for
+``standard``.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rummy500_env.engine.errors import RulesError
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.rules import PRESETS, Rules
 
@@ -59,20 +66,22 @@ def engine_random_hand(rules: Rules, rng: random.Random) -> tuple[int, int]:
     g = Game.new(rules, seed=rng.getrandbits(32))
     n = 0
     choice = rng.choice
-    while g.phase in ("draw", "play"):
+    while g.phase not in ("hand_over", "game_over"):
         g.apply(choice(g.legal_actions()))
         n += 1
     return n, 1
 
 
-def bench_engine(seconds: float, preset: str = "standard") -> dict[str, float]:
-    rules = Rules.preset(preset)
+def bench_engine(seconds: float, rules: Rules | str = "standard") -> dict[str, float]:
+    rules = Rules.coerce(rules)
     rng = random.Random(0)
     dps, hps = timed(lambda: engine_random_hand(rules, rng), seconds)
     return {"decisions_per_s": dps, "hands_per_s": hps}
 
 
-def bench_env(seconds: float, wrapped: bool, reps: int = 3) -> dict[str, float]:
+def bench_env(
+    seconds: float, wrapped: bool, reps: int = 3, rules: Rules | str = "standard"
+) -> dict[str, float]:
     """AEC decisions/s with random masked actions, measured the way the peers' benchmark
     measures PettingZoo envs (`_aec_bench` in anchors_bench.py): at every step `last()`
     fetches the observation and the mask and `random.randrange` picks a legal id; decisions
@@ -83,7 +92,7 @@ def bench_env(seconds: float, wrapped: bool, reps: int = 3) -> dict[str, float]:
     from rummy500_env.rummy500_v0 import env as make_env
     from rummy500_env.rummy500_v0 import raw_env
 
-    e = make_env() if wrapped else raw_env()
+    e = make_env(rules=rules) if wrapped else raw_env(rules=rules)
     rng = random.Random(0)
     flatnonzero, randrange, perf = np.flatnonzero, rng.randrange, time.perf_counter
     e.reset(seed=0)
@@ -133,6 +142,18 @@ def all_games_end(games: int) -> dict[str, int]:
     return out
 
 
+def parse_rules(text: str) -> Rules:
+    """A preset name, or a JSON object of `Rules` fields (``RulesError`` saying what is
+    wrong)."""
+    if not text.lstrip().startswith("{"):
+        return Rules.preset(text)
+    try:
+        fields = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RulesError(f"--rules {text!r} is not valid JSON: {e}") from None
+    return Rules.from_dict(fields)
+
+
 def run_anchors(names: list[str], seconds: float) -> dict[str, Any]:
     """Measure the peers with shared/benchmarks/anchors_bench.py, if its venv exists."""
     python = ANCHORS_VENV / "bin" / "python"
@@ -168,25 +189,34 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seconds", type=float, default=5.0, help="measured seconds per figure")
     ap.add_argument("--no-peers", action="store_true", help="skip measuring the peers")
     ap.add_argument("--json", action="store_true", help="print one JSON dict")
+    ap.add_argument(
+        "--rules",
+        default="standard",
+        help='a preset or a JSON object of Rules fields, e.g. \'{"jokers": 2, "rummy_calls": '
+        "true}' (the peers are measured only for standard)",
+    )
     args = ap.parse_args(argv)
+    rules = parse_rules(args.rules)
     if not (args.engine or args.env or args.games):
         args.engine = args.env = True
     _pin_one_cpu()
     ours: dict[str, float] = {}
     result: dict[str, Any] = {"ours": ours}
+    result["rules"] = rules.preset_name() or rules.to_dict()
     if args.engine:
-        e = bench_engine(args.seconds)
+        e = bench_engine(args.seconds, rules)
         ours["engine"] = e["decisions_per_s"]
         ours["engine_hands_per_s"] = e["hands_per_s"]
     if args.env:
         for key, wrapped in (("raw_env", False), ("env", True)):
-            r = bench_env(args.seconds, wrapped)
+            r = bench_env(args.seconds, wrapped, rules=rules)
             ours[key] = r["steps_per_s"]
             ours[f"{key}_hands_per_s"] = r["hands_per_s"]
     if args.games:
         result["games_ended"] = all_games_end(args.games)
     wanted = [k for k in PEERS if k in ours]
-    peers = {} if args.no_peers else run_anchors([PEERS[k][0] for k in wanted], args.seconds)
+    compare = not args.no_peers and rules == Rules()
+    peers = run_anchors([PEERS[k][0] for k in wanted], args.seconds) if compare else {}
     result["peers"] = {}
     for key in wanted:
         name, metric, need = PEERS[key]

@@ -37,6 +37,37 @@ name                size         content
 ==================  ===========  ==================================================================
 
 Size: 52 (D + 2n + 9) + 3n + 14, i.e. 748 for the standard game (n = 2, D = 1).
+
+With ``jokers=2`` (docs/rules.md §5) these slices follow; K = 2 D is the number of jokers in
+play, and joker counts are divided by it. A joker is never counted in the card features above
+(a joker on the table is not the card it stands for):
+
+==================  ===========  ==================================================================
+``hand_jokers``     1            jokers in own hand / K
+``pile_jokers``     1 + K        the top card is a joker (1 / 0), then the places of the jokers in
+                                 the pile as in ``pile_place`` ((i + 1) / deck size), lowest first,
+                                 0 for jokers not in the pile
+``table_jokers``    2 × 52       jokers on the table by the card each stands for: row 0 in a set,
+                                 row 1 in a run (count / K)
+``joker_seats``     n            jokers each seat has put on the table / K
+``known_jokers``    n − 1        per opponent seat: jokers it is known to hold (took from the pile
+                                 in view) / K
+``joker_flags``     2            a joker is owed to the table (dug, called or taken under the
+                                 obligation); no joker may be discarded (one was taken from the top
+                                 this turn)
+==================  ===========  ==================================================================
+
+With ``rummy_calls=True`` (§5) these follow (after the joker slices if both):
+
+==================  ===========  ==================================================================
+``call_phase``      2            one-hot: the seat decides whether to call ("call"); a caller plays
+                                 out of turn ("called"). ``phase`` is all 0 in both.
+``discarder``       n            one-hot: the seat whose discard opened the call window
+==================  ===========  ==================================================================
+
+Jokers add 2 D + 2 n + 107 floats, calls n + 2: 865 for the standard game with both. Without
+them the layout is exactly the one above (`OBSERVATION_VERSION` unchanged), so a policy trained
+on it keeps working.
 The pile is given by place rather than as a depth × card matrix: the order is complete either
 way, and the places are 52 · D floats instead of 52 · (deck size − n), which makes policies
 several times smaller and faster to train, and a discard one write instead of a shifted block.
@@ -53,6 +84,7 @@ from typing import Any
 
 import numpy as np
 
+from rummy500_env.engine.cards import JOKER, multiset_cards
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.melds import Meld, layoff_end, meld_value
 from rummy500_env.engine.rules import Rules
@@ -94,6 +126,19 @@ class ObservationEncoder:
             ("flags", 8),
             ("progress", 2),
         ]
+        self.joker_count = rules.joker_count
+        if rules.jokers:  # docs/rules.md §5
+            k = rules.joker_count
+            sizes += [
+                ("hand_jokers", 1),
+                ("pile_jokers", 1 + k),
+                ("table_jokers", 2 * 52),
+                ("joker_seats", n),
+                ("known_jokers", n - 1),
+                ("joker_flags", 2),
+            ]
+        if rules.rummy_calls:
+            sizes += [("call_phase", 2), ("discarder", n)]
         self.slices: dict[str, slice] = {}
         start = 0
         for name, size in sizes:
@@ -102,6 +147,8 @@ class ObservationEncoder:
         self.size = start
         self.at = {k: v.start for k, v in self.slices.items()}
         """Where each slice starts."""
+        self.extras_at = self.at.get("hand_jokers", self.at.get("call_phase", self.size))
+        """Where the slices of jokers and calls start (the size when the rules have none)."""
         self._places = [(i + 1) / rules.deck_size for i in range(rules.deck_size)]
         """The `pile_place` value of the card i places above the bottom."""
         self._seat_order = [[(o + k) % n for k in range(n)] for o in range(n)]
@@ -136,6 +183,7 @@ class ObservationEncoder:
             "table_owner": (n, 52),
             "layoff_fits": (3, 52),
             "known": (n - 1, 52),
+            "table_jokers": (2, 52),
         }
         return {k: obs[v].reshape(shapes.get(k, (-1,))) for k, v in self.slices.items()}
 
@@ -146,23 +194,63 @@ class ObservationEncoder:
         obs = self._blank.copy()  # zeros, with the constant rule flags set
         # Card features go into `counted` (with two decks a card held twice is listed twice
         # and adds up to 1), one-hot features into `onehot`, scalars into `scalars`.
-        counted = [at["hand"] + c for c in game.hand(observer)]
-        counted += [at["pile_cards"] + c for c in game.pile]
+        # Jokers (id 52) have their own slices: the card features skip them.
+        counted = [at["hand"] + c for c in multiset_cards(game.one[observer], game.two[observer])]
+        counted += [at["pile_cards"] + c for c in game.pile if c != JOKER]
         for p in range(n):
             if p != observer:
                 row = at["known"] + ((p - observer) % n - 1) * 52
-                counted += [row + c for c in game.known(p)]
+                counted += [row + c for c in multiset_cards(game.known_one[p], game.known_two[p])]
         onehot = self._extras(game)
-        if game.pile:
+        if game.pile and game.pile[-1] != JOKER:
             onehot.append(at["pile_top"] + game.pile[-1])
         obs[onehot] = 1.0
         np.add.at(obs, counted, self.inv_decks)
         for i, c in enumerate(game.pile):  # a second copy (two decks) goes in the upper row
-            place = at["pile_place"] + c
-            obs[place if not obs[place] else place + 52] = self._places[i]
+            if c != JOKER:
+                place = at["pile_place"] + c
+                obs[place if not obs[place] else place + 52] = self._places[i]
         points = self._put_table(obs, game.melds, observer)
         obs[self._scalar_index] = self._scalars(game, observer, points)
+        if self.extras_at < self.size:
+            self.put_jokers_and_calls(obs, game, observer)
         return obs
+
+    def put_jokers_and_calls(self, obs: FloatArray, game: Game, observer: int) -> None:
+        """Write the slices of jokers and calls (module docstring) into `obs`, where they are
+        all zero."""
+        if self.joker_count:
+            self._put_jokers(obs, game, observer)
+        if self.rules.rummy_calls:
+            at, n = self.at, self.players
+            if game.phase in ("call", "called"):
+                obs[at["call_phase"] + (game.phase == "called")] = 1.0
+            if game.discarder is not None:
+                obs[at["discarder"] + (game.discarder - observer) % n] = 1.0
+
+    def _put_jokers(self, obs: FloatArray, game: Game, observer: int) -> None:
+        """The joker slices (module docstring)."""
+        at, n = self.at, self.players
+        inv = 1.0 / self.joker_count
+        obs[at["hand_jokers"]] = game.jk[observer] * inv
+        pile, i = game.pile, at["pile_jokers"]
+        if pile and pile[-1] == JOKER:
+            obs[i] = 1.0
+        for place, c in enumerate(pile):
+            if c == JOKER:
+                i += 1
+                obs[i] = self._places[place]
+        for m in game.melds:
+            if m.jokers:
+                row = at["table_jokers"] + (52 if m.is_run else 0)
+                for c, owner in zip(m.cards, m.owners, strict=True):
+                    if m.jokers >> c & 1:
+                        obs[row + c] += inv
+                        obs[at["joker_seats"] + (owner - observer) % n] += inv
+        for k, p in enumerate(self._seat_order[observer][1:]):
+            obs[at["known_jokers"] + k] = game.known_jk[p] * inv
+        obs[at["joker_flags"]] = float(game.must_play == JOKER)
+        obs[at["joker_flags"] + 1] = float(game.taken_top == JOKER)
 
     def _extras(self, game: Game) -> list[int]:
         """Indices of the one-hot features outside the card blocks (phase, obligations)."""
@@ -173,10 +261,12 @@ class ObservationEncoder:
                 out.append(at["flags"])
         elif game.phase == "play":
             out.append(at["phase"] + 1)
-            if game.must_play is not None:
+            if game.must_play is not None and game.must_play != JOKER:  # a joker: `joker_flags`
                 out.append(at["must_play"] + game.must_play)
-            if game.taken_top is not None:
+            if game.taken_top is not None and game.taken_top != JOKER:
                 out.append(at["no_discard"] + game.taken_top)
+        elif game.phase == "called" and game.must_play not in (None, JOKER):  # §5
+            out.append(at["must_play"] + game.must_play)
         return out
 
     def _scalars(self, game: Game, observer: int, points: list[int]) -> list[float]:
@@ -213,8 +303,10 @@ class ObservationEncoder:
         row and set/run), indices of its lay-off fits, and (owner, points) per owner."""
         rows = self._owner_rows[observer]
         kind = self.at["table_run" if m.is_run else "table_set"]
-        idx = [rows[owner] + c for c, owner in zip(m.cards, m.owners, strict=True)]
-        idx += [kind + c for c in m.cards]
+        jokers = m.jokers  # a joker's place is in `table_jokers`, not a card feature
+        owned = zip(m.cards, m.owners, strict=True)
+        idx = [rows[owner] + c for c, owner in owned if not jokers or not jokers >> c & 1]
+        idx += [kind + c for c in m.cards if not jokers or not jokers >> c & 1]
         fits = [self.at["layoff_fits"] + layoff_end(m, c) * 52 + c for c in m.fits]
         points: dict[int, int] = {}
         for owner, value in zip(m.owners, meld_value(m, self.rules.scoring), strict=True):

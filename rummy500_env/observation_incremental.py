@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from rummy500_env.engine.cards import cards_in
+from rummy500_env.engine.cards import JOKER, cards_in
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.melds import Meld
 from rummy500_env.engine.rules import Rules
@@ -58,10 +58,14 @@ class IncrementalEncoder(ObservationEncoder):
         self._last: list[_Last | None] = [None] * self.players
         self._table = _Table(self)
         self._meld_parts: dict[tuple[Meld, int], MeldPart] = {}
+        self._wild = self.extras_at < self.size
+        """The rules have jokers or calls (docs/rules.md §5): their slices are rewritten."""
+        self._pile_update = self._rewrite_pile if self.joker_count else self._update_pile
+        """How the pile's card features follow the pile: with jokers, rewritten whole."""
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for cache in ("_last", "_table", "_meld_parts"):
+        for cache in ("_last", "_table", "_meld_parts", "_pile_update"):
             del state[cache]
         return state
 
@@ -98,6 +102,9 @@ class IncrementalEncoder(ObservationEncoder):
                 mv[i] = 1.0
             last.extras = extras
         self._update_scalars(last, game)
+        if self._wild:  # jokers and calls (docs/rules.md §5): small slices, rewritten
+            last.obs[self.extras_at :] = 0.0
+            self.put_jokers_and_calls(last.obs, game, observer)
         return last.obs.copy()
 
     def _update_cards(self, last: _Last, game: Game) -> None:
@@ -108,7 +115,7 @@ class IncrementalEncoder(ObservationEncoder):
             self._recount(last.mv, self.at["hand"], last.one ^ one | last.two ^ two, one, two)
             last.one, last.two = one, two
         if game.pile != last.pile:
-            self._update_pile(last, game.pile)
+            self._pile_update(last, game.pile)
         opponents = self._opponents_of[observer]  # the observer's own known cards don't count
         k1, k2 = game.known_one, game.known_two
         if opponents(k1) != opponents(last.known_one) or opponents(k2) != opponents(last.known_two):
@@ -160,7 +167,7 @@ class IncrementalEncoder(ObservationEncoder):
         """Rewrite the places of the cards above the part of the pile that stayed (its common
         bottom): those taken off it and those put on it (a discard, a take, a dig, or several
         of them between two looks of this observer). Places count from the bottom, so the
-        cards that stayed keep theirs."""
+        cards that stayed keep theirs. Without jokers (`_rewrite_pile` with them)."""
         mv, old, h = last.mv, last.pile, self.inv_decks
         keep = _common_bottom(old, new)
         pc, place0, places = self.at["pile_cards"], self.at["pile_place"], self._places
@@ -182,6 +189,22 @@ class IncrementalEncoder(ObservationEncoder):
         if old:
             mv[top0 + old[-1]] = 0.0
         if new:
+            mv[top0 + new[-1]] = 1.0
+        last.pile = new[:]
+
+    def _rewrite_pile(self, last: _Last, new: list[int]) -> None:
+        """`_update_pile` with jokers in the deck: the pile's card features written afresh (a
+        joker has none: `put_jokers_and_calls` gives its places)."""
+        obs, mv, h, at = last.obs, last.mv, self.inv_decks, self.at
+        pc, place0, top0, places = at["pile_cards"], at["pile_place"], at["pile_top"], self._places
+        for name in ("pile_cards", "pile_place", "pile_top"):
+            obs[self.slices[name]] = 0.0
+        for i, c in enumerate(new):
+            if c != JOKER:
+                mv[pc + c] += h
+                place = place0 + c  # a second copy (two decks) goes in the upper row
+                mv[place if not mv[place] else place + 52] = places[i]
+        if new and new[-1] != JOKER:
             mv[top0 + new[-1]] = 1.0
         last.pile = new[:]
 

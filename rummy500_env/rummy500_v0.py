@@ -2,7 +2,8 @@
 
 ==================  ==============================================================
 Import              ``from rummy500_env import env, raw_env`` (or ``rummy500_v0``)
-Actions             Discrete(N), N = 310 + deck size − players (360 for standard)
+Actions             Discrete(N), N = 310 + deck size − players (360 for standard; more
+                    with jokers or calls, see `rummy500_env.actions`)
 Parallel API        no (a turn is several steps by the same agent)
 Manual control      no
 Agents              ``player_0 … player_{n-1}``, 2 to 8
@@ -17,17 +18,25 @@ Observation
     sit in a set or a run, what each opponent is known to hold, hand sizes, stock and pile
     sizes, totals, table points, phase, the card under a dig obligation, the card that may not
     be discarded, and the rule flags.
+    With jokers, slices for the jokers in hand, in the pile, on the table (the card each
+    stands for) and known in opponents' hands; with calls, the call phase and the discarder.
     The slice table is in `rummy500_env.observation`. ``action_mask`` marks the legal ids for
     the agent to act and is all zeros for every other agent.
 
 Actions
     Ranges draw, take the pile to depth d, decline, 100 three-card melds, 156 lay-offs
-    (card × set / run low end / run high end), 52 discards: `rummy500_env.actions`.
+    (card × set / run low end / run high end), 52 discards; with jokers, 300 starts with a
+    joker, 156 joker lay-offs and the joker's discard; with calls, a call per pile depth,
+    pass and done: `rummy500_env.actions`.
     ``env.unwrapped.action_to_str(a)`` and ``str_to_action(s)`` speak the engine notation.
 
 Turns
     A turn is several steps by one agent: a draw, any melds and lay-offs, then a discard.
-    ``agent_selection`` follows the engine after every step.
+    ``agent_selection`` follows the engine after every step. With ``rummy_calls`` the engine
+    opens a call window after a discard: each other player who could call is asked in seat
+    order from the discarder's left (``call`` or ``pass``, out of turn), and a caller plays
+    out of turn until ``done``; then the discarder's left neighbour takes the normal turn
+    (docs/rules.md §5).
 
 Rewards
     ``reward="win"`` (default for ``episode="game"``): when the game ends the winner gets +1
@@ -57,7 +66,8 @@ Errors
     every agent is done, or using the env before ``reset()``.
 
 Version History
-    v0: first release.
+    v0: first release. Jokers and calls (docs/rules.md §5) extend the observation and the
+    action ids of the rules that have them; the others are unchanged.
 """
 
 from __future__ import annotations
@@ -218,9 +228,9 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
                     "make the env with the same rules"
                 ]
             )
-        if g.phase not in ("draw", "play"):
+        if g.is_hand_over:
             raise InvalidPositionError(
-                [f"the position's phase is {g.phase!r}: start from a 'draw' or 'play' phase"]
+                [f"the position's phase is {g.phase!r}: start from a position in play"]
             )
         return g.copy()
 
@@ -331,7 +341,7 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
                 self.infos[a] = {}
         self._cumulative_rewards[agent] = 0.0
         game.play_unchecked(self.codec.decode(game, action))  # legal: it is in the mask
-        if game.phase not in ("draw", "play"):
+        if game.phase not in ("draw", "play", "call", "called"):  # the hand is over
             self._hand_over(game)
             self._accumulate_rewards()
         self._after_move(game)

@@ -2,7 +2,10 @@
 
 `step` plays the learner's action, then the opponents until the learner is to act again or
 the episode ends, and returns the learner's own observation and the reward it received in
-between; the learner never sees another seat's turn. `action_masks()` is defined on the env
+between; the learner never sees another seat's turn. With "Rummy!" calls (docs/rules.md §5)
+the decisions follow the engine's player to act, so the learner is asked for its own calls
+(``call`` or ``pass``, and a caller's play until ``done``) even out of turn, and the opponents'
+calls and out-of-turn plays happen inside `step`. `action_masks()` is defined on the env
 itself, so sb3-contrib's MaskablePPO finds it through ``env_method`` inside `SubprocVecEnv`
 (an ``ActionMasker`` wrapper cannot cross processes).
 

@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 from rummy500_env import Game, Rules
-from rummy500_env.engine.cards import card_str, parse_cards
+from rummy500_env.engine.cards import JOKER, card_str, parse_cards
 
 
 def position(
@@ -19,7 +19,8 @@ def position(
     **fields: Any,
 ) -> dict[str, Any]:
     """A position dict. Cards not named anywhere go to `rest`: "stock" (after any `stock`
-    cards), "pile" (under the named pile), or a player's hand (an int)."""
+    cards), "pile" (under the named pile), or a player's hand (an int). A meld names a joker
+    as the card it stands for (``JK=9D``); the jokers of the rules not named go to `rest`."""
     r = Rules.coerce(rules)
     hands = hands or [""] * r.players
     meld_list = []
@@ -29,8 +30,11 @@ def position(
             {"cards": cs, "owners": [owners] * len(cs) if isinstance(owners, int) else owners}
         )
     named = [c for h in hands for c in parse_cards(h)] + parse_cards(pile)
-    named += [c for m in meld_list for c in parse_cards(m["cards"])] + parse_cards(stock or "")
-    left = [c for c in range(52) for _ in range(r.deck_count)]
+    named += [
+        JOKER if c.startswith("JK=") else parse_cards(c)[0] for m in meld_list for c in m["cards"]
+    ]
+    named += parse_cards(stock or "")
+    left = [c for c in range(52) for _ in range(r.deck_count)] + [JOKER] * r.joker_count
     for c in named:
         left.remove(c)
     rest_cards = [card_str(c) for c in left]

@@ -7,6 +7,10 @@ finishes the hand with fast rollout policies, and picks the candidate with the b
 hand-score difference. All candidates share each sampled world and its rollout randomness
 (common random numbers), so their comparison is paired. The budget is a number of sampled
 worlds or milliseconds per decision.
+
+With jokers and calls (docs/rules.md §5) the hidden jokers are sampled with the other hidden
+cards (those not in the seat's hand, the pile, on the table or known in an opponent's hand),
+and the rollouts play jokers and calls too.
 """
 
 from __future__ import annotations
@@ -19,9 +23,15 @@ import numpy as np
 
 from rummy500_env.agents.expert import ExpertAgent
 from rummy500_env.agents.view import Decoded, View
+from rummy500_env.engine.cards import JOKER
 from rummy500_env.engine.errors import IllegalActionError, InvalidPositionError
 from rummy500_env.engine.game import Game
-from rummy500_env.engine.melds import hand_values, starts_a_meld
+from rummy500_env.engine.melds import (
+    hand_values,
+    has_meld_pair,
+    starts_a_meld,
+    starts_with_a_joker,
+)
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.positions import Position
 from rummy500_env.engine.rules import Rules
@@ -111,12 +121,12 @@ class SearchAgent:
         """The expert's choice plus the next best of each kind, at most `candidates`."""
         by_id = {a.id: a for a in legal}
         out = [by_id[favourite]]
-        if view.phase == "draw":
+        if view.phase in ("draw", "call"):
             rest = [a for a in legal if a.id != favourite]
-            rest.sort(key=lambda a: (a.kind != "draw", a.depth))
+            rest.sort(key=lambda a: (a.kind not in ("draw", "pass"), a.depth))
         else:
             w = self.prior.urgency(view)
-            plays = [a for a in legal if a.kind in ("meld", "layoff") and a.id != favourite]
+            plays = [a for a in legal if a.kind in ("meld", "layoff", "done") and a.id != favourite]
             discards = [a for a in legal if a.kind == "discard" and a.id != favourite]
             discards.sort(key=lambda a: self.prior.keep_score(a.cards[0], view, w))
             rest = plays + discards
@@ -128,17 +138,20 @@ class SearchAgent:
         """A full position consistent with the view: hidden cards dealt at random, the table
         rebuilt from its cards. None when the view admits no such position (the engine's
         position check says why; with two decks the table cannot always be rebuilt)."""
-        if view.phase not in ("draw", "play"):
+        if view.phase not in ("draw", "play", "call", "called"):
             return None
         n = self.rules.players
         unseen = view.unseen()
         self.rng.shuffle(unseen)
-        hands = [tuple(view.hand)]
+        hands = [tuple(view.full_hand)]
+        known = [
+            (*k, *[JOKER] * j) for k, j in zip(view.known, self._known_jokers(view), strict=True)
+        ]
         for s in range(1, n):
-            need = view.hand_sizes[s] - len(view.known[s - 1])
+            need = view.hand_sizes[s] - len(known[s - 1])
             if need < 0 or need > len(unseen):
                 return None
-            hands.append((*view.known[s - 1], *unseen[:need]))
+            hands.append((*known[s - 1], *unseen[:need]))
             unseen = unseen[need:]
         if len(unseen) != view.stock:
             return None
@@ -148,17 +161,22 @@ class SearchAgent:
             stock=tuple(unseen),
             pile=tuple(view.pile[::-1]),
             melds=view.table_melds,
-            known=((), *(tuple(k) for k in view.known)),
+            known=((), *known),
             dealer=n - 1,
-            phase="draw" if view.phase == "draw" else "play",
+            phase=view.phase,  # type: ignore[arg-type]  # one of the four checked above
             taken_top=view.no_discard,
             must_play=view.must_play,
             seed=self.rng.getrandbits(32),
+            discarder=view.discarder,
         )
         try:
             return Game.from_position(position)
         except InvalidPositionError:
             return None
+
+    def _known_jokers(self, view: View) -> list[int]:
+        """Per opponent seat, the jokers it is known to hold (none without jokers)."""
+        return view.known_jokers or [0] * (self.rules.players - 1)
 
     # --- rollouts ------------------------------------------------------------------------------
 
@@ -166,7 +184,7 @@ class SearchAgent:
         """Finish the hand with fast policies; return seat 0's score minus the others' mean."""
         values = self.values
         for _ in range(400):  # a rollout that runs long is scored where it stands
-            if g.phase not in ("draw", "play"):
+            if g.is_hand_over:
                 break
             g.play_unchecked(_rollout_action(g, rng, values))
         scores = g.hand_scores()
@@ -179,9 +197,12 @@ class SearchAgent:
 
 
 def _rollout_action(g: Game, rng: random.Random, values: tuple[int, ...]) -> Action:
-    """Greedy rollout policy on the engine: draw, put everything down, shed high cards."""
+    """Greedy rollout policy on the engine: draw, put everything down (natural cards first,
+    then jokers), shed high cards (never a joker while another card can go); in a call
+    window, call the top card when it is offered, else pass."""
     legal = g.legal_actions()
-    if g.phase == "draw":
+    phase = g.phase
+    if phase == "draw":
         for a in legal:
             if a.kind == "take" and _completes(g):
                 return a
@@ -189,6 +210,9 @@ def _rollout_action(g: Game, rng: random.Random, values: tuple[int, ...]) -> Act
             if a.kind in ("draw", "decline"):
                 return a
         return legal[0]
+    if phase == "call":
+        first = legal[0]
+        return first if first.kind == "call" and first.cards[0] == g.pile[-1] else legal[-1]
     best = None
     for a in legal:
         if a.kind == "meld":
@@ -197,12 +221,19 @@ def _rollout_action(g: Game, rng: random.Random, values: tuple[int, ...]) -> Act
             best = a
     if best is not None:
         return best
-    discards = [a for a in legal if a.kind == "discard"]
+    discards = [a for a in legal if a.kind == "discard" and a.cards[0] != JOKER]
+    if not discards:  # done after a call, or only jokers left
+        return legal[-1]
     top = max(values[a.cards[0]] for a in discards)
     return rng.choice([a for a in discards if values[a.cards[0]] == top])
 
 
 def _completes(g: Game) -> bool:
-    """Whether the top discard fits a table meld or makes a three-card meld with the hand."""
-    top = g.pile[-1]
-    return any(top in m.fits for m in g.melds) or starts_a_meld(top, g.one[g.turn])
+    """Whether the top discard fits a table meld or makes a three-card meld with the hand
+    (with a joker of the hand, or, the top a joker, with two of its cards)."""
+    top, held = g.pile[-1], g.one[g.turn]
+    if top == JOKER:
+        return any(m.fits for m in g.melds) or has_meld_pair(held)
+    if any(top in m.fits for m in g.melds) or starts_a_meld(top, held):
+        return True
+    return g.jk[g.turn] > 0 and starts_with_a_joker(top, held)

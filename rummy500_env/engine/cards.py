@@ -7,10 +7,12 @@ Id layout (written once, here): ``card = suit * 13 + rank`` with
 
 So each suit is a contiguous 13-bit field of a 52-bit mask: a run is a bit pattern inside one
 field, and the king of one suit sits next to the ace of the next without ever forming a run
-(runs never cross fields). Id 52 is reserved for the joker (``JK``) of a later rules issue.
+(runs never cross fields). Id 52 is the joker (``JK``, docs/rules.md §5); its bit,
+`JOKER_BIT`, lies above every suit field, so the meld finders never see it.
 
 With two decks a player can hold both copies of a card, so a multiset of cards is kept as two
 masks: ``one`` has the bit of every card held at least once, ``two`` of every card held twice.
+Jokers (up to four with two decks) are not kept in these masks but counted beside them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ SUITS = "CDHS"
 SUIT_SYMBOLS = "♣♦♥♠"
 RANKS = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
 JOKER: Card = 52
+JOKER_BIT = 1 << JOKER
+"""The joker's bit in a card mask: set in a mask of held cards when any joker is held."""
 NUM_CARDS = 52
 ALL_CARDS: tuple[Card, ...] = tuple(range(NUM_CARDS))
 ALL_CARDS_MASK = (1 << NUM_CARDS) - 1

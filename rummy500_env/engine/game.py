@@ -6,8 +6,13 @@ Everything here follows docs/rules.md; comments cite its sections. Each rule is 
 the two can never disagree. Applying an action dispatches on its kind, one method per kind.
 
 Speed comes from the representation: cards are ints, a hand is a pair of bitmasks (see
-`cards`), the 100 three-card meld shapes are precomputed masks (see `melds`), and the legal
-set is cached per position.
+`cards`) and a count of jokers, the 100 three-card meld shapes are precomputed masks (see
+`melds`), and the legal set is cached per position.
+
+Jokers and "Rummy!" calls (docs/rules.md §5) use the same predicates: a mask of held cards
+carries `JOKER_BIT` when a joker is held, so "can this card go down first" covers starts with
+a joker; a call is a take of the pile by another player than the one to move, checked by the
+dig's predicate.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from typing import Any, ClassVar
 from rummy500_env.engine import positions
 from rummy500_env.engine.cards import (
     ALL_CARDS_MASK,
+    JOKER,
+    JOKER_BIT,
     NUM_CARDS,
     Card,
     card_str,
@@ -32,23 +39,36 @@ from rummy500_env.engine.cards import (
 )
 from rummy500_env.engine.errors import ActionParseError, IllegalActionError
 from rummy500_env.engine.melds import (
+    JOKER_START_PAIRS,
     MELD_MASKS,
     Meld,
+    joker_templates_in,
     lay_off,
     meld_from_cards,
     meld_templates_in,
+    natural_start,
+    place_str,
     starts_a_meld,
+    starts_with_a_joker,
 )
 from rummy500_env.engine.notation import (
     ACTION_KINDS,
+    CALL_ACTIONS,
+    CALL_KINDS,
     DECLINE,
     DIG_ACTIONS,
     DISCARD_TABLES,
+    DONE,
     DRAW,
     DRAW_KINDS,
+    JOKER_TEMPLATE_ACTIONS,
+    MAX_COPIES,
+    PASS,
     TAKE,
     TEMPLATE_ACTIONS,
+    WILD_KINDS,
     Action,
+    joker_layoff_action,
     layoff_action,
 )
 from rummy500_env.engine.positions import Phase, Position
@@ -57,9 +77,11 @@ from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.scoring import game_winner, hand_scores, table_points
 
 Dig = tuple[int, Card, int]
-"""A legal dig in parts: (depth below the top card, the buried card, which copy: 1 or 2)."""
+"""A legal dig (or call) in parts: (depth below the top card, the card, which copy: 1 = the
+copy nearest the top; a dig counts buried copies only, a call the top card too)."""
 DrawOptions = tuple[bool, bool, list[Dig], bool]
 PlayOptions = tuple[list[int], list[tuple[Card, int]], int]
+JokerOptions = tuple[list[tuple[int, int]], list[tuple[Card, int]]]
 
 
 class Game:
@@ -76,10 +98,14 @@ class Game:
     __slots__ = (
         "_fits_memo",
         "_legal",
+        "_plain",
         "_scores",
         "count",
         "dealer",
+        "discarder",
         "hands_played",
+        "jk",
+        "known_jk",
         "known_one",
         "known_two",
         "melds",
@@ -101,6 +127,7 @@ class Game:
         """An empty, undealt table: use `Game.new`, `Game.from_dict` or `Game.from_position`."""
         self.rules = rules
         self.seed = seed
+        self._plain = not (rules.jokers or rules.rummy_calls)  # neither of §5's rules
         n = rules.players
         self.dealer = n - 1
         self.turn = 0
@@ -109,8 +136,10 @@ class Game:
         self.one = [0] * n
         self.two = [0] * n
         self.count = [0] * n
+        self.jk = [0] * n  # jokers held (docs/rules.md §5): counted here, not in the masks
         self.known_one = [0] * n
         self.known_two = [0] * n
+        self.known_jk = [0] * n
         self.stock: list[Card] = []  # internal order: the top (drawn next) is the last item
         self.pile: list[Card] = []  # bottom first, top last
         self.melds: list[Meld] = []
@@ -119,6 +148,7 @@ class Game:
         self.must_play: Card | None = None
         self.turns = 0
         self.hands_played = 0
+        self.discarder: int | None = None  # whose discard opened the call window (§5)
         self._forget()
 
     def _forget(self) -> None:
@@ -164,16 +194,21 @@ class Game:
     def _build(cls, p: Position) -> Game:
         g = cls(p.rules, p.seed)
         for q, hand in enumerate(p.hands):
-            g.one[q], g.two[q] = multiset_of(hand)
+            naturals = [c for c in hand if c != JOKER]
+            g.one[q], g.two[q] = multiset_of(naturals)
+            g.jk[q] = len(hand) - len(naturals)
             g.count[q] = len(hand)
-            g.known_one[q], g.known_two[q] = multiset_of(p.known_cards(q))
+            known = p.known_cards(q)
+            naturals = [c for c in known if c != JOKER]
+            g.known_one[q], g.known_two[q] = multiset_of(naturals)
+            g.known_jk[q] = len(known) - len(naturals)
         g.stock = list(p.stock[::-1])
         g.pile = list(p.pile)
         g.melds = list(p.melds)
         g.dealer, g.turn, g.phase = p.dealer, p.turn, p.phase
         g.totals_before = p.totals_before()
         g.taken_top, g.must_play = p.taken_top, p.must_play
-        g.turns, g.hands_played = p.turns, p.hands_played
+        g.turns, g.hands_played, g.discarder = p.turns, p.hands_played, p.discarder
         return g
 
     def position(self) -> Position:
@@ -195,6 +230,7 @@ class Game:
             turns=self.turns,
             hands_played=self.hands_played,
             seed=self.seed,
+            discarder=self.discarder,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -214,21 +250,25 @@ class Game:
         """Shuffle and deal a hand (docs/rules.md §1 "Cards and deal"); the deal is seeded by
         the game seed and the hand number, so `next_hand` after `from_dict` replays too."""
         r, n = self.rules, self.rules.players
-        deck = list(range(NUM_CARDS)) * r.deck_count
+        deck = [*range(NUM_CARDS), *[JOKER] * r.jokers] * r.deck_count
         random.Random(f"rummy500/{self.seed}/{self.hands_played}").shuffle(deck)
         size = r.cards_per_hand
         for p in range(n):
             self.one[p] = self.two[p] = self.known_one[p] = self.known_two[p] = 0
+            self.jk[p] = self.known_jk[p] = 0
             self.count[p] = size
         for i in range(size * n):
-            p = (self.dealer + 1 + i) % n
-            self.one[p], self.two[p] = multiset_add(self.one[p], self.two[p], deck[i])
+            p, c = (self.dealer + 1 + i) % n, deck[i]
+            if c == JOKER:
+                self.jk[p] += 1
+            else:
+                self.one[p], self.two[p] = multiset_add(self.one[p], self.two[p], c)
         self.pile = [deck[size * n]]
         self.stock = deck[size * n + 1 :][::-1]
         self.melds = []
         self.turn = (self.dealer + 1) % n
         self.phase = "draw"
-        self.taken_top = self.must_play = None
+        self.taken_top = self.must_play = self.discarder = None
         self.turns = 0
         self._forget()
         self._start_turn()
@@ -257,12 +297,22 @@ class Game:
         return self.rules.players
 
     def hand(self, player: int) -> list[Card]:
-        """A player's cards, ascending (a card held twice appears twice)."""
-        return multiset_cards(self.one[player], self.two[player])
+        """A player's cards, ascending (a card held twice appears twice; jokers, id 52, last)."""
+        cards = multiset_cards(self.one[player], self.two[player])
+        if self.jk[player]:
+            cards += [JOKER] * self.jk[player]
+        return cards
 
     def known(self, player: int) -> list[Card]:
         """Cards a player is known to hold: taken from the pile in view and not played since."""
-        return multiset_cards(self.known_one[player], self.known_two[player])
+        cards = multiset_cards(self.known_one[player], self.known_two[player])
+        if self.known_jk[player]:
+            cards += [JOKER] * self.known_jk[player]
+        return cards
+
+    def _held(self, player: int) -> int:
+        """The mask of a player's natural cards, with `JOKER_BIT` if they hold a joker."""
+        return self.one[player] | JOKER_BIT if self.jk[player] else self.one[player]
 
     @property
     def stock_cards(self) -> list[Card]:
@@ -334,48 +384,63 @@ class Game:
     def _can_put_down(self, card: Card, held: int, size: int) -> bool:
         """`card` can be the first thing put down from a hand holding the cards of the mask
         `held` (`size` cards in all), in a new meld or laid off on a table meld, leaving a
-        card to discard where that is required (§3, the first two items)."""
-        if starts_a_meld(card, held) and self._leaves_a_card(size, 3):
+        card to discard where that is required (§3, the first two items). With jokers (§5)
+        the meld is a three-card start with at most one joker (`held` carries `JOKER_BIT`
+        when a joker is held), and a joker goes down in a start with two natural cards or
+        laid off on any meld that takes a card."""
+        if (
+            starts_a_meld(card, held) or (held > ALL_CARDS_MASK and starts_with_a_joker(card, held))
+        ) and self._leaves_a_card(size, 3):
             return True
         return self._table_fits() >> card & 1 == 1 and self._leaves_a_card(size, 1)
 
     def _may_take_top(self) -> bool:
         """The top card may be taken: always, unless the take carries the dig obligation and
         the card could not go down at once (§1 draw, §2 `top_card_must_meld`, `pile_must_use`)."""
+        if not self.top_take_obligated:
+            return True
         top, p = self.pile[-1], self.turn
-        return not self.top_take_obligated or self._can_put_down(
-            top, self.one[p] | 1 << top, self.count[p] + 1
-        )
+        return self._can_put_down(top, self._held(p) | 1 << top, self.count[p] + 1)
 
     def _owed(self) -> int:
         """The mask of cards of which every meld must hold one and every lay-off must be:
-        the buried card while a dig obligation is open (§1 dig, §3), else every card."""
+        the buried (or called) card while an obligation is open (§1 dig, §3, §5), else every
+        card. An owed joker is `JOKER_BIT`, which no natural meld or lay-off holds."""
         b = self.must_play
         return ALL_CARDS_MASK if b is None else 1 << b
 
-    def _may_dig(self, depth: int) -> bool:
-        """The card `depth` below the top may be dug: it can be put down once it and every
-        card above it join the hand (§1 dig)."""
-        p, taken = self.turn, self.pile[-1 - depth :]
-        held = self.one[p]
+    def _may_take_down_to(self, player: int, depth: int) -> bool:
+        """`player` may take the pile down to the card `depth` below the top (a dig, or a
+        call with depth 0 the top card): that card can be put down once it and every card
+        above it join the hand (§1 dig, §5 calls)."""
+        taken = self.pile[-1 - depth :]
+        held = self._held(player)
         for c in taken:
             held |= 1 << c
-        return self._can_put_down(taken[0], held, self.count[p] + len(taken))
+        return self._can_put_down(taken[0], held, self.count[player] + len(taken))
 
     def _discardable(self) -> int:
         """The mask of the cards that may be discarded now (§1 turn, §3): none while a dig
-        obligation is open; not the card taken from the top, unless it is the last card, or,
-        with two decks, only its copies are left (our clarification: otherwise a player holding
-        both copies would have no legal action)."""
+        obligation is open, nor in a caller's out-of-turn play (§5); not the card taken from
+        the top, unless it is the last card, or, with two decks, only its copies are left (our
+        clarification: otherwise a player holding both copies would have no legal action);
+        after a joker was taken from the top, no joker unless the hand holds only jokers."""
         if self.must_play is not None:
             return 0
-        held, tt = self.one[self.turn], self.taken_top
+        p, tt = self.turn, self.taken_top
+        held = self.one[p]
+        if not self._plain:  # jokers or calls (§5); a flag: the standard game asks often
+            if self.phase == "called":
+                return 0
+            if self.jk[p]:
+                held |= JOKER_BIT
         if tt is not None and held != 1 << tt:
             held &= ~(1 << tt)
         return held
 
     def _table_fits(self) -> int:
-        """Mask of the cards that some table meld takes (memoised while the melds stay)."""
+        """Mask of the cards that some table meld takes (memoised while the melds stay), with
+        `JOKER_BIT` when any meld takes a card: a joker can stand for any of them (§5)."""
         memo = self._fits_memo
         if memo is not None and memo[0] == self.melds:
             return memo[1]
@@ -383,22 +448,32 @@ class Game:
         for m in self.melds:
             for c in m.fits:
                 fits |= 1 << c
+        if fits:
+            fits |= JOKER_BIT
         self._fits_memo = (self.melds[:], fits)
         return fits
+
+    def _has_call(self, player: int) -> bool:
+        """`player` could call some pile card now (§5: as if digging it, the top included)."""
+        return bool(self._pile_takes(player, 0))
 
     # --- legal actions ------------------------------------------------------------------------
 
     def legal_actions(self) -> list[Action]:
         """Every legal action now, in a fixed order (draw, take, digs from the top down,
-        decline, melds, lay-offs, discards). Melds are listed in their three-card form: a
-        longer meld is the same as a three-card meld followed by lay-offs, and `apply`
-        accepts it too. Empty once the hand is over.
+        decline; or melds, starts with a joker, lay-offs, joker lay-offs, discards, done; or,
+        in a call window, calls from the top down, pass). Melds are listed in their
+        three-card form: a longer meld is the same as a three-card meld followed by lay-offs,
+        and `apply` accepts it too. Empty once the hand is over.
         """
         if self._legal is None:
             if self.phase == "draw":
                 self._legal = self._legal_draw()
-            elif self.phase == "play":
+            elif self.phase == "play" or self.phase == "called":
                 self._legal = self._legal_play()
+            elif self.phase == "call":
+                self._legal = [CALL_ACTIONS[c][k - 1] for _, c, k in self.call_options()]
+                self._legal.append(PASS)
             else:
                 self._legal = []
         return list(self._legal)
@@ -424,8 +499,17 @@ class Game:
     def _legal_play(self) -> list[Action]:
         templates, layoffs, discards = self.play_options()
         acts = [TEMPLATE_ACTIONS[t] for t in templates]
+        if self._plain:  # neither jokers nor calls: the standard game's path
+            acts += [layoff_action(c, i) for c, i in layoffs]
+            return acts + gather(discards, DISCARD_TABLES)
+        starts, wild = self.joker_options()
+        acts += [JOKER_TEMPLATE_ACTIONS[s] for s in starts]
         acts += [layoff_action(c, i) for c, i in layoffs]
-        return acts + gather(discards, DISCARD_TABLES)
+        acts += [joker_layoff_action(c, i) for c, i in wild]
+        acts += gather(discards, DISCARD_TABLES)
+        if self.done_allowed:
+            acts.append(DONE)
+        return acts
 
     def draw_options(self) -> DrawOptions:
         """The legal actions of the draw phase, in parts: (draw from the stock, take the top
@@ -439,32 +523,45 @@ class Game:
         if pile:
             take = self._may_take_top()
             if len(pile) > 1:
-                digs = self._legal_digs()
+                digs = self._pile_takes(self.turn, 1)
         # §1: with the stock empty a player may take nothing (decline).
         return bool(stock), take, digs, not stock
 
-    def _legal_digs(self) -> list[Dig]:
-        """The digs, from the top down: `_may_dig` at every depth, computed in one scan (the
-        mask of held cards grows as it goes deeper; `size` counts the copies)."""
-        p, pile = self.turn, self.pile
-        held, size = self.one[p] | 1 << pile[-1], self.count[p] + 1
-        digs = []
+    def call_options(self) -> list[Dig]:
+        """The legal calls of the player asked in a call window, from the top down, as
+        (depth below the top, card, copy counted from the top card); `pass` is always legal
+        there too (§5)."""
+        return self._pile_takes(self.turn, 0) if self.phase == "call" else []
+
+    def _pile_takes(self, p: int, first: int) -> list[Dig]:
+        """The pile cards from depth `first` down that player `p` may take the pile down to
+        (`_may_take_down_to` at every depth, computed in one scan: the mask of held cards
+        grows as it goes deeper; `size` counts the copies). Digs start below the top (1),
+        calls at the top (0)."""
+        pile, held, size = self.pile, self.one[p], self.count[p]
+        if not self._plain and self.jk[p]:  # `_held`, inlined: the standard game asks often
+            held |= JOKER_BIT
+        if first:  # the top card joins the hand too, but is not dug (§1 dig)
+            held |= 1 << pile[-1]
+            size += 1
+        takes = []
         seen: dict[Card, int] = {}
-        depth = 0
-        for i in range(len(pile) - 2, -1, -1):
+        depth = first - 1
+        for i in range(len(pile) - 1 - first, -1, -1):
             c = pile[i]
             held |= 1 << c
             size += 1
             depth += 1
             k = seen[c] = seen.get(c, 0) + 1
             if self._can_put_down(c, held, size):
-                digs.append((depth, c, k))
-        return digs
+                takes.append((depth, c, k))
+        return takes
 
     def play_options(self) -> PlayOptions:
-        """The legal actions of the play phase, in parts: (three-card melds as template
-        indices, lay-offs as (card, meld index), the mask of the cards that may be discarded).
-        See `draw_options`."""
+        """The legal actions of the play phase (and of a caller's play), in parts: (three-card
+        melds of natural cards as template indices, lay-offs of natural cards as (card, meld
+        index), the mask of the cards that may be discarded, `JOKER_BIT` for a joker). See
+        `draw_options`; the joker's melds and lay-offs are `joker_options`."""
         p = self.turn
         held, size, owed = self.one[p], self.count[p], self._owed()
         templates: list[int] = []
@@ -481,6 +578,30 @@ class Game:
                         layoffs.append((c, i))
         return templates, layoffs, self._discardable()
 
+    def joker_options(self) -> JokerOptions:
+        """The legal plays of a joker (§5), in parts: three-card starts with one joker as
+        (template index, the joker's place 0..2), and joker lay-offs as (the card it stands
+        for, meld index). Under an obligation a start must hold the owed natural card as a
+        natural one, and an owed joker is met by any joker going down."""
+        p = self.turn
+        if not self.jk[p]:
+            return [], []
+        b, size = self.must_play, self.count[p]
+        starts: list[tuple[int, int]] = []
+        if self._leaves_a_card(size, 3):
+            starts = joker_templates_in(self.one[p])
+            if b is not None and b != JOKER:
+                starts = [(t, k) for t, k in starts if JOKER_START_PAIRS[3 * t + k][2] >> b & 1]
+        layoffs: list[tuple[Card, int]] = []
+        if b in (None, JOKER) and self._leaves_a_card(size, 1):
+            layoffs = [(c, i) for i, m in enumerate(self.melds) for c in m.fits]
+        return starts, layoffs
+
+    @property
+    def done_allowed(self) -> bool:
+        """A caller may end the out-of-turn play: the called card is down (§5)."""
+        return self.phase == "called" and self.must_play is None
+
     # --- why an action is illegal --------------------------------------------------------------
 
     def why_illegal(self, action: Action) -> str | None:
@@ -489,17 +610,67 @@ class Game:
             if self.phase == "game_over":
                 return "the game is over"
             return "the hand is over; call next_hand() to deal the next one"
-        if action.kind not in ACTION_KINDS:
-            return f"unknown action kind {action.kind!r}; kinds are {', '.join(ACTION_KINDS)}"
-        if any(type(c) is not int or not 0 <= c < NUM_CARDS for c in action.cards):
-            return f"cards must be ids 0..51, got {action.cards!r}"
+        kind = action.kind
+        if kind not in ACTION_KINDS:
+            return f"unknown action kind {kind!r}; kinds are {', '.join(ACTION_KINDS)}"
+        if any(type(c) is not int or not 0 <= c <= JOKER for c in action.cards):
+            return f"cards must be ids 0..52 (52 the joker), got {action.cards!r}"
+        if not self._plain or action.jokers or JOKER in action.cards or kind in WILD_KINDS:
+            return self._why_illegal_wild(action)  # jokers or calls (§5)
         if self.phase == "draw":
-            if action.kind not in DRAW_KINDS:
+            if kind not in DRAW_KINDS:
                 return "you must draw first: draw, take or dig (docs/rules.md §1, a turn)"
             return self._why_illegal_draw(action)
-        if action.kind in DRAW_KINDS:
+        if kind in DRAW_KINDS:
             return "you have already drawn this turn; meld, lay off or discard"
         return self._why_illegal_play(action)
+
+    def _why_illegal_wild(self, a: Action) -> str | None:
+        """`why_illegal` for an action or rules with jokers or calls (docs/rules.md §5)."""
+        why = self._why_not_in_these_rules(a)
+        if why is not None:
+            return why
+        phase, kind = self.phase, a.kind
+        if phase == "draw":
+            if kind not in DRAW_KINDS:
+                return "you must draw first: draw, take or dig (docs/rules.md §1, a turn)"
+            return self._why_illegal_draw(a)
+        if phase == "call":
+            if kind == "pass":
+                return None
+            if kind != "call":
+                return (
+                    f"a call window is open after player {self.discarder}'s discard: call a "
+                    "pile card (call 9D) or pass (docs/rules.md §5)"
+                )
+            return self._why_illegal_call(a)
+        called = phase == "called"
+        if kind in DRAW_KINDS or kind in CALL_KINDS:
+            if called:
+                return "you called: meld, lay off, then done (docs/rules.md §5)"
+            return "you have already drawn this turn; meld, lay off or discard"
+        if kind == "done":
+            return self._why_illegal_done()
+        if kind == "discard" and called:
+            return (
+                "a caller plays out of turn and ends with done, never a discard (docs/rules.md §5)"
+            )
+        return self._why_illegal_play(a)
+
+    def _why_not_in_these_rules(self, a: Action) -> str | None:
+        """A joker or a call under rules without them, or a joker written wrongly."""
+        cards, r = a.cards, self.rules
+        if a.jokers or JOKER in cards:
+            if not r.jokers:
+                return "there are no jokers in this game (jokers=0; docs/rules.md §5)"
+            if a.kind in ("meld", "layoff") and (JOKER in cards or a.jokers & ~mask_of(cards)):
+                return (
+                    "a joker in a meld or a lay-off is listed as the card it stands for and "
+                    "marked in `jokers` (notation: JK=9D, docs/rules.md §5)"
+                )
+        if not r.rummy_calls and (a.kind in CALL_KINDS or a.kind == "done"):
+            return f"there are no Rummy! calls in this game (rummy_calls=False), so no {a.kind}"
+        return None
 
     def _why_illegal_draw(self, a: Action) -> str | None:
         k, pile = a.kind, self.pile
@@ -517,14 +688,14 @@ class Game:
                 f"taking the top card carries the dig obligation ({why}, docs/rules.md §2) "
                 f"and {card_str(pile[-1])} could not go on the table at once{self._dtgo_note()}"
             )
-        if len(a.cards) != 1 or a.copy not in (1, 2):
+        if len(a.cards) != 1 or not 1 <= a.copy <= MAX_COPIES[a.cards[0] == JOKER]:
             return "a dig names one buried card, e.g. 'dig 9D' or 'dig 9D#2'"
         c = a.cards[0]
-        depth = next((d for d, _, copy in self._buried(c) if copy == a.copy), None)
+        depth = next((d for d, _, copy in self._copies(c, 1) if copy == a.copy), None)
         if depth is None:
             where = "the top card (use 'take')" if pile[-1] == c else "not buried in the pile"
             return f"{card_str(c)}{'#2' if a.copy == 2 else ''} is {where}; pile: {cards_str(pile)}"
-        if self._may_dig(depth):
+        if self._may_take_down_to(self.turn, depth):
             return None
         return (
             f"a dig is legal only if the buried card can go on the table at once "
@@ -532,13 +703,43 @@ class Game:
             f"the {depth + 1} taken, and no meld on the table{self._dtgo_note()}"
         )
 
+    def _why_illegal_call(self, a: Action) -> str | None:
+        if len(a.cards) != 1 or not 1 <= a.copy <= MAX_COPIES[a.cards[0] == JOKER]:
+            return "a call names one pile card, e.g. 'call 9D' or 'call 9D#2'"
+        c = a.cards[0]
+        depth = next((d for d, _, copy in self._copies(c, 0) if copy == a.copy), None)
+        if depth is None:
+            copy = f"#{a.copy}" if a.copy != 1 else ""
+            return f"{card_str(c)}{copy} is not in the pile; pile: {cards_str(self.pile)}"
+        if self._may_take_down_to(self.turn, depth):
+            return None
+        return (
+            f"a call is legal only if the called card can go on the table at once, as a dig "
+            f"(docs/rules.md §5, §3): {card_str(c)} fits no new meld with your cards and the "
+            f"{depth + 1} taken, and no meld on the table{self._dtgo_note()}"
+        )
+
+    def _why_illegal_done(self) -> str | None:
+        if self.phase != "called":
+            return (
+                "done ends only a caller's out-of-turn play (docs/rules.md §5); end your turn "
+                "with a discard"
+            )
+        if self.must_play is not None:
+            return (
+                f"the called card {card_str(self.must_play)} must go on the table before done "
+                "(docs/rules.md §5)"
+            )
+        return None
+
     def _dtgo_note(self) -> str:
         return " without emptying the hand (discard_to_go_out)" * self.rules.discard_to_go_out
 
-    def _buried(self, card: Card) -> list[Dig]:
-        """Where `card` lies buried in the pile, as (depth, card, copy) from the top down."""
+    def _copies(self, card: Card, first: int) -> list[Dig]:
+        """Where `card` lies in the pile from depth `first` down (1: buried, for a dig; 0: the
+        top card too, for a call), as (depth, card, copy) from the top down."""
         pile, out = self.pile, list[Dig]()
-        for depth in range(1, len(pile)):
+        for depth in range(first, len(pile)):
             if pile[-1 - depth] == card:
                 out.append((depth, card, len(out) + 1))
         return out
@@ -550,8 +751,13 @@ class Game:
             if need_one >> c & 1:
                 need_two |= 1 << c
             need_one |= 1 << c
-        if need_one & ~self.one[p] or need_two & ~self.two[p]:
-            return f"you do not hold {cards_str(a.cards)}; your hand: {cards_str(self.hand(p))}"
+        if not self._plain:  # the natural cards: not those jokers stand for, nor the joker
+            natural = ALL_CARDS_MASK & ~a.jokers
+            need_one, need_two = need_one & natural, need_two & natural
+        jokers = 0 if self._plain else a.joker_count()
+        if need_one & ~self.one[p] or need_two & ~self.two[p] or jokers > self.jk[p]:
+            held = cards_str(a.cards) if not a.jokers else _places(a)
+            return f"you do not hold {held}; your hand: {cards_str(self.hand(p))}"
         if a.kind == "discard":
             return self._why_illegal_discard(a)
         if a.kind == "meld":
@@ -569,21 +775,44 @@ class Game:
                 f"discarding is blocked until {card_str(self.must_play)} is on the table "
                 "(docs/rules.md §1 dig obligation)"
             )
+        if c == JOKER:
+            return (
+                "a joker was taken from the top of the pile this turn, so no joker may be "
+                "discarded unless the hand holds nothing but jokers (docs/rules.md §5)"
+            )
         return (
             f"{card_str(c)} was taken from the top of the pile this turn and may not be "
             "discarded unless it is your last card (docs/rules.md §1, §3)"
         )
 
     def _why_illegal_meld(self, a: Action) -> str | None:
-        if meld_from_cards(a.cards, (self.turn,) * len(a.cards)) is None:
+        m = meld_from_cards(a.cards, (self.turn,) * len(a.cards), a.jokers)
+        if m is None:
+            text = cards_str(a.cards) if not a.jokers else _places(a)
+            if a.jokers:
+                return (
+                    f"{text} is not a meld: a joker stands for a card its meld could take at "
+                    "that place (a suit missing from a set, never a fifth card; the next rank "
+                    "of a run or a gap in a new one) (docs/rules.md §5)"
+                )
             return (
-                f"{cards_str(a.cards)} is not a meld: a set is 3-4 cards of one rank in "
+                f"{text} is not a meld: a set is 3-4 cards of one rank in "
                 "different suits, a run 3+ consecutive cards of one suit, listed low to "
                 "high (docs/rules.md §1 melds)"
             )
+        if not natural_start(m):
+            return (
+                f"{m} has no three-card start with two natural cards: a meld starts as three "
+                "cards with at most one joker and grows by lay-offs (docs/rules.md §5)"
+            )
         b = self.must_play
-        if b is not None and not mask_of(a.cards) & self._owed():
-            return f"the dig obligation is open: every meld must include {card_str(b)}"
+        if b is not None and not natural_start(m, b):
+            owed = "a joker" if b == JOKER else card_str(b)
+            return (
+                f"the dig obligation is open: every meld must include {owed} in a three-card "
+                "start (a joker standing for a card does not meet an owed natural one; "
+                "docs/rules.md §1 dig, §5)"
+            )
         if not self._leaves_a_card(self.count[self.turn], len(a.cards)):
             return "discard_to_go_out: you must keep a card to discard, so this meld is illegal"
         return None
@@ -597,10 +826,12 @@ class Game:
         m = melds[a.target]
         if c not in m.fits:
             fits = cards_str(m.fits) or "nothing"
-            return f"{card_str(c)} does not fit meld #{a.target} ({m}); it takes {fits}"
+            what = f"JK={card_str(c)}" if a.jokers else card_str(c)
+            return f"{what} does not fit meld #{a.target} ({m}); it takes {fits}"
         b = self.must_play
-        if b is not None and not self._owed() >> c & 1:
-            return f"the dig obligation is open: lay off {card_str(b)} first"
+        if b is not None and b != (JOKER if a.jokers else c):
+            owed = "a joker" if b == JOKER else card_str(b)
+            return f"the dig obligation is open: lay off {owed} first"
         if not self._leaves_a_card(self.count[self.turn], 1):
             return "discard_to_go_out: you must keep a card to discard, so this lay-off is illegal"
         return None
@@ -631,7 +862,10 @@ class Game:
 
     def _apply_draw(self, a: Action) -> None:
         p, c = self.turn, self.stock.pop()
-        self.one[p], self.two[p] = multiset_add(self.one[p], self.two[p], c)
+        if c == JOKER:
+            self.jk[p] += 1
+        else:
+            self.one[p], self.two[p] = multiset_add(self.one[p], self.two[p], c)
         self.count[p] += 1
         self.phase = "play"
 
@@ -645,37 +879,48 @@ class Game:
         self.phase = "play"
 
     def _apply_dig(self, a: Action) -> None:
-        depth = next(d for d, _, copy in self._buried(a.cards[0]) if copy == a.copy)
+        self._take_down_to(a, 1)
+        self.phase = "play"
+
+    def _apply_call(self, a: Action) -> None:
+        self._take_down_to(a, 0)
+        self.phase = "called"  # §5: the caller plays out of turn, then `done`
+
+    def _take_down_to(self, a: Action, first: int) -> None:
+        """Take the pile down to the card a dig (`first` 1) or a call (`first` 0) names; that
+        card is owed to the table (§1 dig, §5)."""
+        depth = next(d for d, _, copy in self._copies(a.cards[0], first) if copy == a.copy)
         i = len(self.pile) - 1 - depth
         taken = self.pile[i:]
         del self.pile[i:]
         self._take(taken)
         self.must_play = a.cards[0]
-        self.phase = "play"
 
     def _apply_decline(self, a: Action) -> None:
         self._end_hand()  # §1: the stock is empty and the player takes nothing
 
     def _apply_meld(self, a: Action) -> None:
         p = self.turn
-        for c in a.cards:
+        for c in a.naturals() if a.jokers else a.cards:
             self._remove(p, c)
-        m = meld_from_cards(a.cards, (p,) * len(a.cards))
+        for _ in range(a.jokers.bit_count()):
+            self._remove(p, JOKER)
+        m = meld_from_cards(a.cards, (p,) * len(a.cards), a.jokers)
         assert m is not None, "play_unchecked was given a meld that is no meld"
         self.melds.append(m)
-        self._put_down(a.cards)
+        self._put_down()
 
     def _apply_layoff(self, a: Action) -> None:
         p, c = self.turn, a.cards[0]
-        self._remove(p, c)
-        self.melds[a.target] = lay_off(self.melds[a.target], c, p)
-        self._put_down(a.cards)
+        self._remove(p, JOKER if a.jokers else c)
+        self.melds[a.target] = lay_off(self.melds[a.target], c, p, a.jokers != 0)
+        self._put_down()
 
-    def _put_down(self, cards: tuple[Card, ...]) -> None:
-        """After a meld or a lay-off: the buried card among them meets the dig obligation;
-        an empty hand goes out, no discard needed (§1)."""
-        if self.must_play in cards:
-            self.must_play = None
+    def _put_down(self) -> None:
+        """After a legal meld or lay-off: an open obligation is met (while one is open, every
+        legal meld or lay-off puts the owed card down, §1 dig, §5); an empty hand goes out, no
+        discard needed (§1)."""
+        self.must_play = None
         if self.count[self.turn] == 0:
             self._end_hand()
 
@@ -689,6 +934,15 @@ class Game:
         else:
             self._next_turn()
 
+    def _apply_pass(self, a: Action) -> None:
+        assert self.discarder is not None, "pass outside a call window"
+        self._ask_callers(self.discarder, self.turn)
+
+    def _apply_done(self, a: Action) -> None:
+        """§5: play resumes with the normal turn of the discarder's left neighbour."""
+        assert self.discarder is not None, "done outside a caller's play"
+        self._resume(self.discarder)
+
     _APPLY: ClassVar[dict[str, Callable[[Game, Action], None]]] = {
         "draw": _apply_draw,
         "take": _apply_take,
@@ -697,6 +951,9 @@ class Game:
         "meld": _apply_meld,
         "layoff": _apply_layoff,
         "discard": _apply_discard,
+        "call": _apply_call,
+        "pass": _apply_pass,
+        "done": _apply_done,
     }
 
     def _take(self, cards: list[Card]) -> None:
@@ -704,15 +961,23 @@ class Game:
         p = self.turn
         one, two, k1, k2 = self.one[p], self.two[p], self.known_one[p], self.known_two[p]
         for c in cards:
-            one, two = multiset_add(one, two, c)
-            k1, k2 = multiset_add(k1, k2, c)
+            if c == JOKER:
+                self.jk[p] += 1
+                self.known_jk[p] += 1
+            else:
+                one, two = multiset_add(one, two, c)
+                k1, k2 = multiset_add(k1, k2, c)
         self.one[p], self.two[p], self.known_one[p], self.known_two[p] = one, two, k1, k2
         self.count[p] += len(cards)
 
     def _remove(self, p: int, c: Card) -> None:
         """Take one copy of `c` out of a hand; a known copy stays known only while one is held."""
-        self.one[p], self.two[p] = multiset_remove(self.one[p], self.two[p], c)
         self.count[p] -= 1
+        if c == JOKER:
+            self.jk[p] -= 1
+            self.known_jk[p] = min(self.known_jk[p], self.jk[p])
+            return
+        self.one[p], self.two[p] = multiset_remove(self.one[p], self.two[p], c)
         b = 1 << c
         if self.known_one[p] & b:
             held = (self.one[p] & b != 0) + (self.two[p] & b != 0)
@@ -723,16 +988,41 @@ class Game:
                 )
 
     def _next_turn(self) -> None:
+        """After a discard that leaves cards in hand: the turn is complete (§4 counts it);
+        with calls (§5), the window opens unless the hand has ended."""
         self.turns += 1
-        self.turn = (self.turn + 1) % self.rules.players
+        discarder = self.turn
+        self.turn = (discarder + 1) % self.rules.players
         self.phase = "draw"
         self.must_play = None
         limit = self.rules.turn_limit
         if limit is not None and self.turns >= limit:
             # §4: the hand ends as if the stock were empty and the player declined.
             self._end_hand()
-        else:
-            self._start_turn()
+            return
+        self._start_turn()
+        if self.rules.rummy_calls and self.phase == "draw":
+            self._ask_callers(discarder, discarder)
+
+    def _ask_callers(self, discarder: int, asked: int) -> None:
+        """The call window (§5): ask the first player after `asked`, in seat order from the
+        discarder's left, who has a legal call (the others are not asked); when none is left
+        the window closes and the discarder's left neighbour draws."""
+        n = self.rules.players
+        q = (asked + 1) % n
+        while q != discarder:
+            if self._has_call(q):
+                self.turn, self.phase, self.discarder = q, "call", discarder
+                return
+            q = (q + 1) % n
+        self._resume(discarder)
+
+    def _resume(self, discarder: int) -> None:
+        """Close a call window: the discarder's left neighbour takes the normal turn (§5)."""
+        self.turn = (discarder + 1) % self.rules.players
+        self.phase = "draw"
+        self.discarder = None
+        self._start_turn()
 
     def _start_turn(self) -> None:
         if not self.stock and self.rules.stock_out == "ends_hand":
@@ -740,7 +1030,7 @@ class Game:
 
     def _end_hand(self) -> None:
         """Score the hand and decide whether the game is over (§1, §2, §4)."""
-        self.taken_top = self.must_play = None
+        self.taken_top = self.must_play = self.discarder = None
         self.hands_played += 1
         limit = self.rules.hand_limit
         limit_reached = limit is not None and self.hands_played >= limit
@@ -756,7 +1046,10 @@ class Game:
         """One line of the position for error messages (as python-chess appends the FEN)."""
         p = self.turn
         top = card_str(self.pile[-1]) if self.pile else "-"
-        s = f"player {p} to {self.phase}; hand {cards_str(self.hand(p))}; pile top {top}"
+        doing = {"call": "call or pass", "called": "play after calling"}.get(self.phase, self.phase)
+        s = f"player {p} to {doing}; hand {cards_str(self.hand(p))}; pile top {top}"
+        if self.discarder is not None:
+            s += f"; call window after player {self.discarder}'s discard"
         if self.must_play is not None:
             s += f"; must play {card_str(self.must_play)}"
         return s
@@ -774,3 +1067,8 @@ class Game:
             f"<Game {self.phase} player={self.turn} hands_played={self.hands_played} "
             f"totals={self.totals}>"
         )
+
+
+def _places(a: Action) -> str:
+    """The cards of an action in notation (``JK=9D`` for a joker's place)."""
+    return " ".join(place_str(c, a.jokers) for c in a.cards)

@@ -12,22 +12,35 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from rummy500_env.engine.cards import Card, CardParseError, card_str, cards_str, parse_card
+from rummy500_env.engine.cards import (
+    JOKER,
+    Card,
+    CardParseError,
+    card_str,
+    cards_str,
+    parse_card,
+)
 from rummy500_env.engine.errors import InvalidPositionError, RulesError
-from rummy500_env.engine.melds import Meld, meld_from_cards
+from rummy500_env.engine.melds import Meld, meld_from_cards, natural_start, place_str
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.scoring import game_winner, hand_scores
 
-Phase = Literal["draw", "play", "hand_over", "game_over"]
+Phase = Literal["draw", "play", "call", "called", "hand_over", "game_over"]
 PHASES: tuple[Phase, ...] = get_args(Phase)
+CALL_PHASES: tuple[Phase, ...] = ("call", "called")
+"""The phases of a "Rummy!" call window (docs/rules.md §5): a player decides whether to call,
+or a caller plays out of turn."""
 
 POSITION_KEYS = (
     "rules", "dealer", "turn", "phase", "hands", "stock", "pile", "melds", "totals",
-    "taken_top", "must_play", "known", "turns", "hands_played", "seed",
+    "taken_top", "must_play", "known", "turns", "hands_played", "seed", "discarder",
 )  # fmt: skip
 OPTIONAL_KEYS: dict[str, Any] = {
     "seed": 0, "taken_top": None, "must_play": None, "turns": 0, "hands_played": 0,
+    "discarder": None,
 }  # fmt: skip
+"""Keys that may be left out, with their defaults. `to_dict` writes ``discarder`` only when
+the rules have calls, so positions of the other rules keep their keys."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,9 @@ class Position:
     turns: int = 0
     hands_played: int = 0
     seed: int = 0
+    discarder: int | None = None
+    """While a call window is open (phase ``call`` or ``called``), the player whose discard
+    opened it; None otherwise (docs/rules.md §5)."""
 
     def known_cards(self, player: int) -> tuple[Card, ...]:
         return () if self.known is None else self.known[player]
@@ -92,20 +108,26 @@ def problems(p: Position, earlier: int = 0, loose: tuple[Card, ...] = ()) -> lis
 
 
 def _deck_problems(p: Position, loose: tuple[Card, ...]) -> list[str]:
-    """Every card is in exactly one place and the total is the deck size (docs/rules.md §3)."""
-    copies = p.rules.deck_count
+    """Every card is in exactly one place and the total is the deck size (docs/rules.md §3);
+    a joker on the table counts as a joker, not as the card it stands for (§5)."""
+    copies, jokers = p.rules.deck_count, p.rules.joker_count
     counts = Counter(c for h in p.hands for c in h)
     counts.update(loose)
     counts.update(p.stock)
     counts.update(p.pile)
-    counts.update(c for m in p.melds for c in m.cards)
-    extra = [f"{card_str(c)} x{k}" for c, k in sorted(counts.items()) if k > copies]
+    counts.update(JOKER if m.jokers >> c & 1 else c for m in p.melds for c in m.cards)
+    extra = [f"{card_str(c)} x{k}" for c, k in sorted(counts.items()) if c < JOKER and k > copies]
     lost = [card_str(c) for c in range(52) if counts[c] < copies]
     out = []
     if extra:
         out.append(f"cards appear more than {copies} time(s) (decks={copies}): {', '.join(extra)}")
     if lost:
         out.append(f"cards missing from the position (decks={copies}): {' '.join(lost)}")
+    if counts[JOKER] != jokers:
+        out.append(
+            f"the position holds {counts[JOKER]} joker(s) but jokers={p.rules.jokers} with "
+            f"decks={copies} puts {jokers} in play (docs/rules.md §5)"
+        )
     return out
 
 
@@ -113,18 +135,29 @@ def _turn_problems(p: Position) -> list[str]:
     """The phase agrees with the hands, the stock and the turn state."""
     r, out = p.rules, []
     empty = [q for q in range(r.players) if not p.hands[q]]
-    if p.phase in ("draw", "play"):
+    out += _call_problems(p)
+    if p.phase in ("draw", "play", *CALL_PHASES):
         if empty:
             out.append(f"players {empty} hold no cards, so the hand is over, not {p.phase!r}")
-        if p.phase == "draw" and not p.stock and r.stock_out == "ends_hand":
+        if p.phase in ("draw", *CALL_PHASES) and not p.stock and r.stock_out == "ends_hand":
             out.append("the stock is empty under stock_out='ends_hand': the hand is over")
         if r.turn_limit is not None and p.turns >= r.turn_limit:
             out.append(f"turns={p.turns} has reached turn_limit={r.turn_limit}: the hand is over")
     elif len(empty) > 1:
         out.append(f"only one player can go out, but players {empty} hold no cards")
+    return out + _take_problems(p)
+
+
+def _take_problems(p: Position) -> list[str]:
+    """`taken_top` and `must_play` agree with the phase and the hand of the player to act."""
+    out = []
     if p.phase != "play":
-        if p.taken_top is not None or p.must_play is not None:
-            out.append("taken_top and must_play must be null outside the 'play' phase")
+        if p.taken_top is not None:
+            out.append("taken_top must be null outside the 'play' phase")
+        if p.must_play is not None and p.phase != "called":
+            out.append("must_play must be null outside the 'play' and 'called' phases")
+        elif p.must_play is not None and p.must_play not in p.hands[p.turn]:
+            out.append(f"must_play {card_str(p.must_play)} is not in the hand of player {p.turn}")
         return out
     hand = p.hands[p.turn]
     if p.taken_top is not None and p.must_play not in (None, p.taken_top):
@@ -140,10 +173,31 @@ def _turn_problems(p: Position) -> list[str]:
     return out
 
 
+def _call_problems(p: Position) -> list[str]:
+    """A call window (docs/rules.md §5): only with `rummy_calls`, and `discarder` names the
+    player whose discard opened it, while it is open and only then."""
+    r, d = p.rules, p.discarder
+    if p.phase in CALL_PHASES:
+        if not r.rummy_calls:
+            return [f"phase {p.phase!r} needs rummy_calls=True (docs/rules.md §5)"]
+        if d is None:
+            return [f"phase {p.phase!r} needs discarder: the player whose discard opened it"]
+        if type(d) is not int or not 0 <= d < r.players:
+            return [f"discarder must be a player 0..{r.players - 1}, got {d!r}"]
+        if d == p.turn:
+            return [f"player {d} discarded, so may not call on that discard (docs/rules.md §5)"]
+    elif d is not None:
+        return [f"discarder must be null outside the 'call' and 'called' phases, got {d!r}"]
+    return []
+
+
 def _on_table_by(melds: tuple[Meld, ...], card: Card, player: int) -> bool:
-    return any(
-        c == card and o == player for m in melds for c, o in zip(m.cards, m.owners, strict=True)
-    )
+    """Whether `player` put `card` on the table (the joker: any joker)."""
+    for m in melds:
+        for c, o in zip(m.cards, m.owners, strict=True):
+            if o == player and (JOKER if m.jokers >> c & 1 else c) == card:
+                return True
+    return False
 
 
 def _game_end_problems(p: Position) -> list[str]:
@@ -186,9 +240,7 @@ def to_dict(p: Position) -> dict[str, Any]:
         "hands": [[card_str(c) for c in h] for h in p.hands],
         "stock": [card_str(c) for c in p.stock],
         "pile": [card_str(c) for c in p.pile],
-        "melds": [
-            {"cards": [card_str(c) for c in m.cards], "owners": list(m.owners)} for m in p.melds
-        ],
+        "melds": [{"cards": m.labels(), "owners": list(m.owners)} for m in p.melds],
         "totals": p.totals_before(),
         "taken_top": None if p.taken_top is None else card_str(p.taken_top),
         "must_play": None if p.must_play is None else card_str(p.must_play),
@@ -196,7 +248,7 @@ def to_dict(p: Position) -> dict[str, Any]:
         "turns": p.turns,
         "hands_played": p.hands_played,
         "seed": p.seed,
-    }
+    } | ({"discarder": p.discarder} if r.rummy_calls else {})
 
 
 def from_dict(d: Any) -> Position:
@@ -259,7 +311,15 @@ class _Reader:
             turns=self.integer("turns", 0, None),
             hands_played=self.integer("hands_played", 0, None),
             seed=self.integer("seed", None, None),
+            discarder=self.discarder(n),
         )
+
+    def discarder(self, n: int) -> int | None:
+        v = self.d.get("discarder")
+        if v is not None and (type(v) is not int or not 0 <= v < n):
+            self.bad(f"discarder must be null or a player 0..{n - 1}, got {v!r}")
+            return None
+        return v
 
     def cards(self, value: Any, where: str) -> list[Card]:
         if not isinstance(value, list):
@@ -270,10 +330,44 @@ class _Reader:
             try:
                 if not isinstance(x, str):
                     raise CardParseError(f"not a card: {x!r}")
+                if "=" in x:
+                    raise CardParseError(
+                        f"{x!r}: a joker names the card it stands for only in a meld; here "
+                        "write JK (docs/rules.md §5)"
+                    )
                 out.append(parse_card(x))
             except CardParseError as e:
                 self.bad(f"{where}: {e}")
         return out
+
+    def places(self, value: Any, where: str) -> tuple[list[Card], int, int]:
+        """A meld's cards: each a card or ``JK=9D``. Returns the cards (the jokers as the cards
+        they stand for), the mask of the jokers' cards, and the count of bare ``JK``."""
+        if not isinstance(value, list):
+            self.bad(f"{where} must be a list of cards, got {value!r}")
+            return [], 0, 0
+        out, jokers, bare = [], 0, 0
+        for x in value:
+            head, eq, stands = x.partition("=") if isinstance(x, str) else ("", "", "")
+            if not eq:
+                got = self.cards([x], where)
+                if got == [JOKER]:
+                    self.bad(
+                        f"{where}: a joker in a meld names the card it stands for, e.g. JK=9D "
+                        "(docs/rules.md §5)"
+                    )
+                    bare += 1
+                out += [c for c in got if c != JOKER]
+                continue
+            got = self.cards([head, stands], where)
+            if len(got) != 2 or got[0] != JOKER or got[1] == JOKER:
+                self.bad(f"{where}: {x!r} is no joker place; write JK=9D (docs/rules.md §5)")
+                continue
+            if jokers >> got[1] & 1:
+                self.bad(f"{where}: two jokers stand for {card_str(got[1])}")
+            jokers |= 1 << got[1]
+            out.append(got[1])
+        return out, jokers, bare
 
     def card(self, value: Any, where: str) -> Card | None:
         if value is None:
@@ -295,7 +389,7 @@ class _Reader:
             return ((),) * n
         out = tuple(tuple(self.cards(v, f"{key}[{q}]")) for q, v in enumerate(value))
         for q, cs in enumerate(out):
-            third = [c for c, k in Counter(cs).items() if k > 2]
+            third = [c for c, k in Counter(cs).items() if k > 2 and c != JOKER]
             if third:
                 self.bad(f"{key}[{q}]: {cards_str(third)} appear(s) more than twice")
         return out
@@ -312,30 +406,52 @@ class _Reader:
             return ()
         out = []
         for i, md in enumerate(value):
+            where = f"melds[{i}]"
             if not isinstance(md, dict) or set(md) != {"cards", "owners"}:
-                self.bad(f"melds[{i}] must be a dict with keys 'cards' and 'owners', got {md!r}")
+                self.bad(f"{where} must be a dict with keys 'cards' and 'owners', got {md!r}")
                 if isinstance(md, dict) and isinstance(md.get("cards"), list):
-                    self.loose += self.cards(md["cards"], f"melds[{i}].cards")
+                    self.loose += _physical(*self.places(md["cards"], f"{where}.cards"))
                 continue
-            cs = self.cards(md["cards"], f"melds[{i}].cards")
+            cs, jokers, bare = self.places(md["cards"], f"{where}.cards")
             owners = md["owners"]
             if (
                 not isinstance(owners, list)
-                or len(owners) != len(cs)
+                or len(owners) != len(cs) + bare
                 or any(type(o) is not int or not 0 <= o < n for o in owners)
             ):
-                self.bad(
-                    f"melds[{i}].owners must list one player 0..{n - 1} per card, got {owners!r}"
-                )
-                self.loose += cs
+                self.bad(f"{where}.owners must list one player 0..{n - 1} per card, got {owners!r}")
+                self.loose += _physical(cs, jokers, bare)
                 continue
-            m = meld_from_cards(cs, tuple(owners))
-            if m is None:
-                self.bad(
-                    f"melds[{i}] {cards_str(cs)} is not a meld (sets: 3-4 cards of one rank, "
-                    "distinct suits; runs: 3+ consecutive cards of one suit, low to high)"
-                )
-                self.loose += cs
+            m = None if bare else meld_from_cards(cs, tuple(owners), jokers)
+            if m is None or not natural_start(m):
+                if not bare:
+                    self.bad(_meld_problem(where, cs, jokers, m))
+                self.loose += _physical(cs, jokers, bare)
                 continue
             out.append(m)
         return tuple(out)
+
+
+def _physical(cards: list[Card], jokers: int, bare: int) -> list[Card]:
+    """The cards a meld's places hold: a joker's place holds a joker (plus `bare` jokers)."""
+    return [JOKER if jokers >> c & 1 else c for c in cards] + [JOKER] * bare
+
+
+def _meld_problem(where: str, cards: list[Card], jokers: int, m: Meld | None) -> str:
+    """Why the places of a meld are no meld, naming the rule (docs/rules.md §1, §5)."""
+    text = " ".join(place_str(c, jokers) for c in cards)
+    if m is not None:
+        return (
+            f"{where} {text} could never have gone down: every meld starts as three cards of "
+            "which at least two are natural, then grows by lay-offs (docs/rules.md §5)"
+        )
+    if jokers:
+        return (
+            f"{where} {text} is not a meld: a joker stands for a card its meld could take at "
+            "that place (a suit missing from a set, never a fifth card; the next rank of a "
+            "run), the meld read as if each joker were its card (docs/rules.md §5)"
+        )
+    return (
+        f"{where} {cards_str(cards)} is not a meld (sets: 3-4 cards of one rank, distinct "
+        "suits; runs: 3+ consecutive cards of one suit, low to high)"
+    )

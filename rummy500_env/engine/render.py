@@ -10,7 +10,12 @@ from rummy500_env.engine.cards import card_str, cards_str
 from rummy500_env.engine.positions import Position
 from rummy500_env.engine.scoring import game_winner, hand_scores
 
-_STATUS = {"draw": "player {} to draw", "play": "player {} to play"}
+_STATUS = {
+    "draw": "player {} to draw",
+    "play": "player {} to play",
+    "call": "player {} may call Rummy! or pass",
+    "called": "player {} called Rummy! and plays out of turn",
+}
 
 
 def render(position: Position, viewer: int | None = None) -> str:
@@ -22,6 +27,8 @@ def render(position: Position, viewer: int | None = None) -> str:
     p, r = position, position.rules
     over = p.phase in ("hand_over", "game_over")
     status = _STATUS[p.phase].format(p.turn) if not over else p.phase.replace("_", " ")
+    if p.discarder is not None:
+        status += f" (after player {p.discarder}'s discard)"
     lines = [
         f"Rummy 500 - hand {p.hands_played + (0 if over else 1)}, "
         f"dealer {p.dealer}, turn {p.turns}: {status}"
@@ -47,7 +54,7 @@ def render(position: Position, viewer: int | None = None) -> str:
     if p.melds:
         lines.append("  melds:")
         for i, m in enumerate(p.melds):
-            owned = " ".join(f"{card_str(c)}/P{o}" for c, o in zip(m.cards, m.owners, strict=True))
+            owned = " ".join(f"{c}/P{o}" for c, o in zip(m.labels(), m.owners, strict=True))
             lines.append(f"    #{i} {m.kind}: {owned}")
     else:
         lines.append("  melds: none")

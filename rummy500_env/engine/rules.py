@@ -43,9 +43,9 @@ class Rules:
     target: int = 500
     """Running total that ends the game."""
     jokers: int = 0
-    """0, or 2 wild jokers (not implemented yet: raises `RulesError`)."""
+    """0, or 2 wild jokers added to each deck (docs/rules.md §5)."""
     rummy_calls: bool = False
-    """Out-of-turn "Rummy!" calls on the pile (not implemented yet: raises `RulesError`)."""
+    """Out-of-turn "Rummy!" calls on the pile after every discard (docs/rules.md §5)."""
     turn_limit: int | None = 200
     """Turns in one hand after which it ends as if the stock were empty (docs/rules.md §4)."""
     hand_limit: int | None = 100
@@ -64,12 +64,6 @@ class Rules:
         _check_int("target", self.target, 1, None)
         _check_choice("jokers", self.jokers, (0, 2))
         _check_choice("rummy_calls", self.rummy_calls, (True, False))
-        if self.jokers or self.rummy_calls:  # docs/rules.md §5
-            field = f"jokers={self.jokers}" if self.jokers else "rummy_calls=True"
-            raise RulesError(
-                f"{field} is not supported by this engine yet (docs/rules.md §5): use "
-                "jokers=0 and rummy_calls=False"
-            )
         for name in ("turn_limit", "hand_limit"):
             if getattr(self, name) is not None:
                 _check_int(name, getattr(self, name), 1, None, none_ok=True)
@@ -77,7 +71,7 @@ class Rules:
     def _check_hand_size(self) -> None:
         """A hand size must leave at least one card for the pile (docs/rules.md §2)."""
         _check_int("hand_size", self.hand_size, 1, None)
-        deck = 52 * self.deck_count
+        deck = self.deck_size
         if self.players * self.cards_per_hand + 1 > deck:
             most = (deck - 1) // self.players
             raise RulesError(
@@ -102,8 +96,13 @@ class Rules:
 
     @property
     def deck_size(self) -> int:
-        """Total cards in play (52 per deck)."""
-        return 52 * self.deck_count
+        """Total cards in play: 52 per deck, 54 with jokers."""
+        return (52 + self.jokers) * self.deck_count
+
+    @property
+    def joker_count(self) -> int:
+        """Jokers in play: `jokers` per deck."""
+        return self.jokers * self.deck_count
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> Rules:
