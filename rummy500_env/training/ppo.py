@@ -36,7 +36,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -288,9 +288,21 @@ def load_yaml(name_or_path: str | Path) -> dict[str, Any]:
     return data
 
 
-def args_from_dict(data: dict[str, Any]) -> Args:
-    """Args from a dict, rejecting unknown fields with the list of known ones."""
-    known = {f.name for f in dataclasses.fields(Args)}
+class RunArgs(Protocol):
+    """What the config functions need of a training script's argument dataclass."""
+
+    run_dir: str | None
+
+    def validate(self) -> None: ...
+
+
+A = TypeVar("A", bound=RunArgs)
+
+
+def args_of(cls: type[A], data: dict[str, Any]) -> A:
+    """A training script's argument dataclass `cls` from a dict, rejecting unknown fields with
+    the list of known ones (this script's and `training.rllib`'s)."""
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"unknown config field(s) {unknown}; known: {sorted(known)}")
@@ -301,12 +313,14 @@ def args_from_dict(data: dict[str, Any]) -> Args:
     if isinstance(data.get("rules"), dict):
         data["rules"] = json.dumps(data["rules"])
     try:
-        return Args(**data)
+        return cls(**data)
     except TypeError as e:
         raise ConfigError(str(e)) from None
 
 
-def parse_args(argv: list[str]) -> tuple[Args, bool]:
+def command_line(
+    cls: type[A], argv: list[str], default_config: str, prog: str, description: str | None
+) -> tuple[A, bool]:
     """(args, resuming) from the command line: ``--config PATH`` picks the YAML defaults,
     ``--resume RUN_DIR`` reloads a run's config; other flags override fields (tyro)."""
     import tyro
@@ -318,16 +332,24 @@ def parse_args(argv: list[str]) -> tuple[Args, bool]:
         saved = Path(resume) / "config.json"
         if not saved.is_file():
             raise ConfigError(f"--resume {resume!r}: no run there (no config.json)")
-        base = args_from_dict(json.loads(saved.read_text()))
+        base = args_of(cls, json.loads(saved.read_text()))
     else:
-        base = args_from_dict(load_yaml(config or DEFAULT_CONFIG))
-    args = tyro.cli(
-        Args, default=base, args=argv, prog="python -m training.ppo", description=__doc__
-    )
+        base = args_of(cls, load_yaml(config or default_config))
+    args = tyro.cli(cls, default=base, args=argv, prog=prog, description=description)
     if resume is not None:
         args.run_dir = resume
     args.validate()
     return args, resume is not None
+
+
+def args_from_dict(data: dict[str, Any]) -> Args:
+    """Args from a dict, rejecting unknown fields with the list of known ones."""
+    return args_of(Args, data)
+
+
+def parse_args(argv: list[str]) -> tuple[Args, bool]:
+    """(args, resuming) from the command line (see `command_line`)."""
+    return command_line(Args, argv, DEFAULT_CONFIG, "python -m training.ppo", __doc__)
 
 
 def _pop_option(argv: list[str], name: str) -> str | None:
@@ -619,7 +641,7 @@ def save_checkpoint(
     )
     tmp.replace(path)
     state["checkpoint"] = path.name
-    _write_json(run / "state.json", state)
+    write_json(run / "state.json", state)
     for old in sorted(ckpt_dir.glob("step_*.pt"))[: -args.keep_checkpoints]:
         old.unlink()
     return path
@@ -668,17 +690,17 @@ def export_policy(
     rules = args.game_rules()
     meta = {
         "package_version": rummy500_env.__version__,
-        "commit": _git_commit(),
+        "commit": git_commit(),
         "encoding": current_encoding(rules),
         "rules": rules.to_dict(),
         "network": args.network_spec(),
-        "training": {**_jsonable(args), "timesteps": timesteps},
+        "training": {**jsonable(args), "timesteps": timesteps},
     }
     meta.update(extra or {})
     save_policy(path, model.actor, meta)
 
 
-def _git_commit() -> str | None:
+def git_commit() -> str | None:
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"],
@@ -692,7 +714,8 @@ def _git_commit() -> str | None:
         return None
 
 
-def _jsonable(args: Args) -> dict[str, Any]:
+def jsonable(args: Any) -> dict[str, Any]:
+    """A dataclass of arguments as JSON-compatible values (tuples as lists)."""
     d = dataclasses.asdict(args)
     return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
@@ -730,7 +753,7 @@ def append_evaluation(run: Path, row: dict[str, Any]) -> None:
         w.writerow(row)
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1))
     tmp.replace(path)
@@ -790,7 +813,7 @@ class Trainer:
                     "continue it, or choose another --run-dir"
                 )
             self.run.mkdir(parents=True, exist_ok=True)
-            _write_json(self.run / "config.json", _jsonable(args))
+            write_json(self.run / "config.json", jsonable(args))
             self.state = {"timesteps": 0, "updates": 0, "snapshots": [], "wall_s": 0.0}
         from torch.utils.tensorboard import SummaryWriter
 
@@ -907,7 +930,7 @@ def train(args: Args, resume: bool = False) -> Path:
     """Train (or resume) and return the path of the exported policy."""
     trainer = Trainer(args, resume)
     run = trainer.run
-    print(f"run folder: {run}\nconfig: {json.dumps(_jsonable(args))}", flush=True)
+    print(f"run folder: {run}\nconfig: {json.dumps(jsonable(args))}", flush=True)
     if not resume:
         trainer.warm_start()
         trainer.snapshot()

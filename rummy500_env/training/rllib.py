@@ -45,7 +45,6 @@ when it is used.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import random
@@ -69,15 +68,15 @@ from rummy500_env.agents.policy import (
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import Rules
+from rummy500_env.training import ppo
 from rummy500_env.training.arena import parse_rules
 from rummy500_env.training.ppo import (
     ConfigError,
-    _git_commit,
-    _pop_option,
-    _write_json,
     append_evaluation,
+    git_commit,
+    jsonable,
     learning_curve,
-    load_yaml,
+    write_json,
 )
 
 try:  # RLlib's classes are the bases of the modules below; without the extra, say so on use
@@ -288,49 +287,12 @@ def _is_spec(name: str) -> bool:
 
 def args_from_dict(data: dict[str, Any]) -> Args:
     """Args from a dict, rejecting unknown fields with the list of known ones."""
-    known = {f.name for f in dataclasses.fields(Args)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(f"unknown config field(s) {unknown}; known: {sorted(known)}")
-    data = dict(data)
-    for key in ("net_arch", "eval_bots"):
-        if isinstance(data.get(key), list):
-            data[key] = tuple(data[key])
-    if isinstance(data.get("rules"), dict):
-        data["rules"] = json.dumps(data["rules"])
-    try:
-        return Args(**data)
-    except TypeError as e:
-        raise ConfigError(str(e)) from None
+    return ppo.args_of(Args, data)
 
 
 def parse_args(argv: list[str]) -> tuple[Args, bool]:
-    """(args, resuming) from the command line: ``--config PATH`` picks the YAML defaults,
-    ``--resume RUN_DIR`` reloads a run's config; other flags override fields (tyro)."""
-    import tyro
-
-    argv = list(argv)
-    resume = _pop_option(argv, "--resume")
-    config = _pop_option(argv, "--config")
-    if resume is not None:
-        saved = Path(resume) / "config.json"
-        if not saved.is_file():
-            raise ConfigError(f"--resume {resume!r}: no run there (no config.json)")
-        base = args_from_dict(json.loads(saved.read_text()))
-    else:
-        base = args_from_dict(load_yaml(config or DEFAULT_CONFIG))
-    args = tyro.cli(
-        Args, default=base, args=argv, prog="python -m training.rllib", description=__doc__
-    )
-    if resume is not None:
-        args.run_dir = resume
-    args.validate()
-    return args, resume is not None
-
-
-def jsonable(args: Args) -> dict[str, Any]:
-    d = dataclasses.asdict(args)
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+    """(args, resuming) from the command line, as `training.ppo` reads its own."""
+    return ppo.command_line(Args, argv, DEFAULT_CONFIG, "python -m training.rllib", __doc__)
 
 
 # --- the opponent pool
@@ -587,7 +549,7 @@ def export_policy(
     rules = args.game_rules()
     meta = {
         "package_version": rummy500_env.__version__,
-        "commit": _git_commit(),
+        "commit": git_commit(),
         "encoding": current_encoding(rules),
         "rules": rules.to_dict(),
         "network": args.network_spec(),
@@ -631,7 +593,7 @@ def save_checkpoint(algo: Any, args: Args, run: Path, state: dict[str, Any]) -> 
     shutil.rmtree(ckpt_dir / name, ignore_errors=True)
     tmp.replace(ckpt_dir / name)
     state["checkpoint"] = name
-    _write_json(run / "state.json", state)
+    write_json(run / "state.json", state)
     for old in sorted(ckpt_dir.glob("step_*"))[: -args.keep_checkpoints]:
         shutil.rmtree(old)
     return ckpt_dir / name
@@ -719,7 +681,7 @@ def _prepare_run(args: Args, resume: bool) -> tuple[Path, dict[str, Any]]:
             "another --run-dir"
         )
     run.mkdir(parents=True, exist_ok=True)
-    _write_json(run / "config.json", jsonable(args))
+    write_json(run / "config.json", jsonable(args))
     state = {
         "timesteps": 0,
         "iterations": 0,
@@ -786,7 +748,7 @@ def _run_training(
         writer.close()
     save_checkpoint(algo, args, run, state)
     state["wall_s"] = state.get("wall_s", 0.0) + time.time() - began
-    _write_json(run / "state.json", state)
+    write_json(run / "state.json", state)
     policy = run / "policy.pt"
     export_policy(algo, args, policy, state["timesteps"])
     print(
