@@ -15,6 +15,7 @@ from rummy500_env import (
     IllegalActionError,
     InvalidPositionError,
     Rules,
+    RulesError,
     Rummy500Error,
 )
 from rummy500_env.engine.cards import JOKER, parse_card
@@ -451,3 +452,12 @@ def test_joker_notation_parses_liberally_to_canonical_text(text, canonical):
 def test_joker_notation_errors_say_what_is_wrong(text, words):
     with pytest.raises(ActionParseError, match=words):
         Action.parse(text)
+
+
+def test_jokers_count_in_the_deck_a_hand_size_must_leave_a_card_of():
+    """Eight hands of 13 and the upcard need 105 cards: two decks hold 104, or 108 with
+    their jokers."""
+    with pytest.raises(RulesError, match="leaves no card for the pile"):
+        Rules(players=8, hand_size=13, decks=2)
+    g = Game.new(Rules(players=8, hand_size=13, decks=2, jokers=2), seed=0)
+    assert len(g.stock) == 108 - 8 * 13 - 1 and Rules(players=3, jokers=2).cards_per_hand == 7

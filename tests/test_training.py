@@ -297,3 +297,21 @@ def test_the_shipped_model_matches_the_current_encodings_and_plays_a_hand():
     agent = PolicyAgent.load(ROOT / "models" / "rummy500-ppo-standard.pt")
     result = play([agent, GreedyAgent()], "standard", seed=3, episode="hand")
     assert len(result.hand_scores) == 1  # raw_env raises on any move outside the mask
+
+
+def test_training_with_jokers_and_calls_exports_a_policy_that_plays_under_those_rules(tmp_path):
+    from rummy500_env.agents.registry import make_agent
+    from rummy500_env.training.arena import play
+
+    rules = {"jokers": 2, "rummy_calls": True}
+    run = tmp_path / "jokers"
+    argv = ["--rules", json.dumps(rules), "--run-dir", str(run), "--total-timesteps", "512"]
+    argv += ["--n-games", "8", "--n-steps", "32", "--minibatch-size", "128", "--channels", "8"]
+    argv += ["--blocks", "1", "--hidden", "16", "--eval-bots", "greedy", "--final-eval-games"]
+    assert main([*argv, "2", "--no-progress"]) == 0
+    agent = make_agent(str(run / "policy.pt"), rules, seed=0)
+    assert agent.metadata["rules"]["jokers"] == 2
+    with pytest.raises(PolicyLoadError, match="other rules"):
+        PolicyAgent.load(run / "policy.pt", rules="standard")
+    result = play([agent, make_agent("expert", rules, seed=0)], rules, seed=3, episode="hand")
+    assert len(result.hand_scores) == 1

@@ -1,4 +1,4 @@
-"""`Rules`: every variant of docs/rules.md §2 and §4 as one frozen dataclass, with presets.
+"""`Rules`: every variant of docs/rules.md §2, §4 and §5 as one frozen dataclass, with presets.
 
 Variants are fields, not subclasses, so any combination can be built and checked in one place
 (`__post_init__` raises `RulesError` naming the field, the value and what is allowed).
@@ -22,7 +22,7 @@ MIN_PLAYERS, MAX_PLAYERS = 2, 8
 
 @dataclass(frozen=True)
 class Rules:
-    """One playable rules configuration (docs/rules.md §2, §4); the defaults are `standard`."""
+    """One playable rules configuration (docs/rules.md §2, §4, §5); the defaults are `standard`."""
 
     players: int = 2
     """Number of players, 2 to 8."""
