@@ -30,6 +30,7 @@ from typing import Any
 from rummy500_env.engine.errors import RulesError
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.rules import PRESETS, Rules
+from rummy500_env.training.arena import parse_rules
 
 _DEFAULT_ANCHORS_SCRIPT = Path(__file__).resolve().parents[2] / "shared/benchmarks/anchors_bench.py"
 """Where a development checkout finds the peers' benchmark (beside the repository)."""
@@ -142,16 +143,12 @@ def all_games_end(games: int) -> dict[str, int]:
     return out
 
 
-def parse_rules(text: str) -> Rules:
-    """A preset name, or a JSON object of `Rules` fields (``RulesError`` saying what is
-    wrong)."""
-    if not text.lstrip().startswith("{"):
-        return Rules.preset(text)
+def _rules_arg(text: str) -> Rules:
+    """``--rules``: `parse_rules`, its error shown by argparse with the usage (exit 2)."""
     try:
-        fields = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise RulesError(f"--rules {text!r} is not valid JSON: {e}") from None
-    return Rules.from_dict(fields)
+        return parse_rules(text)
+    except RulesError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def run_anchors(names: list[str], seconds: float) -> dict[str, Any]:
@@ -191,12 +188,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", action="store_true", help="print one JSON dict")
     ap.add_argument(
         "--rules",
+        type=_rules_arg,
         default="standard",
         help='a preset or a JSON object of Rules fields, e.g. \'{"jokers": 2, "rummy_calls": '
         "true}' (the peers are measured only for standard)",
     )
     args = ap.parse_args(argv)
-    rules = parse_rules(args.rules)
+    rules: Rules = args.rules
     if not (args.engine or args.env or args.games):
         args.engine = args.env = True
     _pin_one_cpu()
