@@ -34,6 +34,7 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -176,15 +177,7 @@ class Args:
     def validate(self) -> None:
         """Raise `ConfigError` for values that cannot train, naming what is allowed."""
 
-        def need(ok: bool, name: str, allowed: str) -> None:
-            if not ok:
-                raise ConfigError(f"{name}={getattr(self, name)!r} is not allowed: {allowed}")
-
-        try:
-            self.game_rules()
-        except Rummy500Error as e:
-            raise ConfigError(f"rules={self.rules!r} is not allowed: {e}") from None
-        need(self.episode in ("hand", "game"), "episode", "use 'hand' or 'game'")
+        need = check_common(self)
         for name in (
             "total_timesteps",
             "n_games",
@@ -211,32 +204,8 @@ class Args:
             "bc_decisions",
             "use an int >= 0",
         )
-        need(0 < self.learning_rate < 1, "learning_rate", "use a number in (0, 1)")
-        need(0 < self.gamma <= 1, "gamma", "use a number in (0, 1]")
-        need(0 < self.gae_lambda <= 1, "gae_lambda", "use a number in (0, 1]")
-        need(0 < self.clip_range < 1, "clip_range", "use a number in (0, 1)")
-        need(self.ent_coef >= 0, "ent_coef", "use a number >= 0")
-        need(self.vf_coef >= 0, "vf_coef", "use a number >= 0")
         need(self.max_grad_norm > 0, "max_grad_norm", "use a number > 0")
         need(self.network in KINDS, "network", f"use one of {KINDS}")
-        need(
-            len(self.net_arch) >= 1 and all(w >= 1 for w in self.net_arch),
-            "net_arch",
-            "give one or more positive layer widths",
-        )
-        need(self.activation in ACTIVATIONS, "activation", f"use one of {tuple(ACTIVATIONS)}")
-        need(
-            all(name == "self" or _is_spec(name) for name in self.opponents)
-            and all(w >= 0 for w in self.opponents.values())
-            and sum(self.opponents.values()) > 0,
-            "opponents",
-            f"give weights >= 0, not all zero, to self (the snapshots) or agents: {ALLOWED}",
-        )
-        need(
-            all(_is_spec(name) for name in self.eval_bots) and len(self.eval_bots) >= 1,
-            "eval_bots",
-            f"give one or more agents: {ALLOWED}",
-        )
         need(
             self.minibatch_size <= self.rollout_size,
             "minibatch_size",
@@ -249,7 +218,49 @@ class Args:
         )
 
 
-def _is_spec(name: str) -> bool:
+def check_common(args: Any) -> Callable[[bool, str, str], None]:
+    """The checks `Args` shares with `training.rllib`'s Args (rules, episode, optimiser
+    numbers, the MLP, opponents, evaluation bots); returns the `need(ok, field, allowed)`
+    each script uses for its own fields. Raises `ConfigError` naming the field, its value and
+    what is allowed."""
+
+    def need(ok: bool, name: str, allowed: str) -> None:
+        if not ok:
+            raise ConfigError(f"{name}={getattr(args, name)!r} is not allowed: {allowed}")
+
+    try:
+        args.game_rules()
+    except Rummy500Error as e:
+        raise ConfigError(f"rules={args.rules!r} is not allowed: {e}") from None
+    need(args.episode in ("hand", "game"), "episode", "use 'hand' or 'game'")
+    need(0 < args.learning_rate < 1, "learning_rate", "use a number in (0, 1)")
+    need(0 < args.gamma <= 1, "gamma", "use a number in (0, 1]")
+    need(0 < args.gae_lambda <= 1, "gae_lambda", "use a number in (0, 1]")
+    need(0 < args.clip_range < 1, "clip_range", "use a number in (0, 1)")
+    for name in ("ent_coef", "vf_coef"):
+        need(getattr(args, name) >= 0, name, "use a number >= 0")
+    need(
+        len(args.net_arch) >= 1 and all(w >= 1 for w in args.net_arch),
+        "net_arch",
+        "give one or more positive layer widths",
+    )
+    need(args.activation in ACTIVATIONS, "activation", f"use one of {tuple(ACTIVATIONS)}")
+    need(
+        all(name == "self" or is_spec(name) for name in args.opponents)
+        and all(w >= 0 for w in args.opponents.values())
+        and sum(args.opponents.values()) > 0,
+        "opponents",
+        f"give weights >= 0, not all zero, to self (the snapshots) or agents: {ALLOWED}",
+    )
+    need(
+        len(args.eval_bots) >= 1 and all(is_spec(name) for name in args.eval_bots),
+        "eval_bots",
+        f"give one or more agents: {ALLOWED}",
+    )
+    return need
+
+
+def is_spec(name: str) -> bool:
     try:
         check_spec(name)
     except AgentSpecError:

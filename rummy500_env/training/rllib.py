@@ -60,12 +60,11 @@ import numpy as np
 
 import rummy500_env
 from rummy500_env.agents.policy import (
-    ACTIVATIONS,
     build_network,
     current_encoding,
     save_policy,
 )
-from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
+from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import Rules
 from rummy500_env.training import ppo
@@ -209,15 +208,7 @@ class Args:
     def validate(self) -> None:
         """Raise `ConfigError` for values that cannot train, naming what is allowed."""
 
-        def need(ok: bool, name: str, allowed: str) -> None:
-            if not ok:
-                raise ConfigError(f"{name}={getattr(self, name)!r} is not allowed: {allowed}")
-
-        try:
-            self.game_rules()
-        except Rummy500Error as e:
-            raise ConfigError(f"rules={self.rules!r} is not allowed: {e}") from None
-        need(self.episode in ("hand", "game"), "episode", "use 'hand' or 'game'")
+        need = ppo.check_common(self)
         for name in (
             "total_timesteps",
             "num_cpus",
@@ -239,30 +230,7 @@ class Args:
         for name in ("num_cpus_per_env_runner", "num_cpus_per_learner", "num_gpus_per_learner"):
             need(getattr(self, name) >= 0, name, "use a number >= 0")
         need(self.sample_timeout_s > 0, "sample_timeout_s", "use a number of seconds > 0")
-        need(0 < self.learning_rate < 1, "learning_rate", "use a number in (0, 1)")
-        need(0 < self.gamma <= 1, "gamma", "use a number in (0, 1]")
-        need(0 < self.gae_lambda <= 1, "gae_lambda", "use a number in (0, 1]")
-        need(0 < self.clip_range < 1, "clip_range", "use a number in (0, 1)")
-        for name in ("ent_coef", "vf_coef", "kl_coeff"):
-            need(getattr(self, name) >= 0, name, "use a number >= 0")
-        need(
-            len(self.net_arch) >= 1 and all(w >= 1 for w in self.net_arch),
-            "net_arch",
-            "give one or more positive layer widths",
-        )
-        need(self.activation in ACTIVATIONS, "activation", f"use one of {ACTIVATIONS}")
-        need(
-            all(name == "self" or _is_spec(name) for name in self.opponents)
-            and all(w >= 0 for w in self.opponents.values())
-            and sum(self.opponents.values()) > 0,
-            "opponents",
-            f"give weights >= 0, not all zero, to self (the snapshots) or agents: {ALLOWED}",
-        )
-        need(
-            len(self.eval_bots) >= 1 and all(_is_spec(name) for name in self.eval_bots),
-            "eval_bots",
-            f"give one or more agents: {ALLOWED}",
-        )
+        need(self.kl_coeff >= 0, "kl_coeff", "use a number >= 0")
         need(
             self.batch_size <= self.train_batch_size,
             "batch_size",
@@ -272,14 +240,6 @@ class Args:
 
 def _positive_int(value: Any) -> bool:
     return type(value) is int and value >= 1
-
-
-def _is_spec(name: str) -> bool:
-    try:
-        check_spec(name)
-    except AgentSpecError:
-        return False
-    return True
 
 
 # --- configuration (the YAML and command line conventions of training.ppo)
