@@ -23,7 +23,7 @@ import torch
 from rummy500_env.agents.networks import build_network
 from rummy500_env.agents.policy import PolicyAgent, current_encoding
 from rummy500_env.engine.rules import Rules
-from rummy500_env.rummy500_v0 import raw_env
+from rummy500_env.rl.rummy500_v0 import raw_env
 
 NETWORKS = {
     "mlp 256-256 (first model)": {"kind": "mlp", "net_arch": [256, 256], "activation": "tanh"},

@@ -19,7 +19,7 @@ import numpy as np
 
 from rummy500_env.agents import GreedyAgent
 from rummy500_env.agents.policy import PolicyAgent
-from rummy500_env.single_agent import Rummy500SingleAgentEnv
+from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
 from rummy500_env.training.selfplay import SelfPlayGames
 
 MODEL = Path(__file__).resolve().parents[1] / "models" / "rummy500-ppo-standard.pt"

@@ -6,7 +6,7 @@ Rummy 500 is turn-based (a turn is several steps by one agent), so PettingZoo's
 every live agent and plays the one of the agent to act; the others' are ignored. It passes
 PettingZoo's ``parallel_api_test``. With PettingZoo 1.27 or later, ``import rummy500_env``
 also registers ``pettingzoo.make("aec", "rummy500_v0")`` and ``pettingzoo.make("parallel",
-"rummy500_v0")`` (the same conversion); see `rummy500_env.registration`.
+"rummy500_v0")`` (the same conversion); see `rummy500_env.rl.registration`.
 
     python examples/pettingzoo_parallel.py --steps 500
 """

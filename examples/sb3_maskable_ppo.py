@@ -1,7 +1,7 @@
 """Stable-Baselines3: sb3-contrib's MaskablePPO on the single-agent view, made with
 ``gymnasium.make("Rummy500-v0", ...)``.
 
-The single-agent view (`rummy500_env.single_agent`) plays the other seats inside ``step``
+The single-agent view (`rummy500_env.rl.single_agent`) plays the other seats inside ``step``
 and defines ``action_masks()`` on the env itself, which MaskablePPO reads, also through
 Gymnasium's wrappers and across `SubprocVecEnv` processes. ``import rummy500_env`` registers
 the id; the keyword arguments are the view's (opponents, seat, rules, episode, reward).

@@ -1,11 +1,11 @@
 """rummy500_env: a Rummy 500 rules engine with PettingZoo and Gymnasium environments.
 
 Layers, each importing only the ones before it: `engine` (the rules; standard library only)
-← `actions`, `observation` (numpy encodings) ← `rummy500_v0` (the PettingZoo env),
-`single_agent` (the Gymnasium view) ← `agents` ← `training` (torch, sb3-contrib).
+← `rl` (the action codec, observation encoders, the PettingZoo env `rl.rummy500_v0`, the
+Gymnasium view `rl.single_agent`) ← `agents` ← `training` (torch) and `play`.
 
-The RL entry points `env` and `raw_env` (plain functions of `rummy500_v0`) load lazily
-(PEP 562), so ``import rummy500_env`` for the engine imports neither numpy nor PettingZoo.
+The RL entry points `env`, `raw_env` and `Rummy500SingleAgentEnv` load lazily (PEP 562), so
+``import rummy500_env`` for the engine imports neither numpy nor PettingZoo.
 """
 
 from __future__ import annotations
@@ -13,20 +13,30 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rummy500_env import engine, registration
+from rummy500_env import engine
 from rummy500_env.engine import *  # noqa: F403 - the engine's public names, listed in its __all__
+from rummy500_env.rl.registration import install
 
 __version__ = "0.1.0"
 
 # env, raw_env and rummy500_v0 come from __getattr__ below (hence the noqa).
-__all__ = [*engine.__all__, "__version__", "env", "raw_env", "rummy500_v0"]  # noqa: F405
+__all__ = [  # noqa: F405
+    *engine.__all__,
+    "Rummy500SingleAgentEnv",
+    "__version__",
+    "env",
+    "raw_env",
+    "rummy500_v0",
+]
 
-registration.install()  # gymnasium.make("Rummy500-v0"), pettingzoo.make("aec", "rummy500_v0")
+install()  # gymnasium.make("Rummy500-v0"), pettingzoo.make("aec", "rummy500_v0")
 
 
 def __getattr__(name: str) -> Any:
     """Load the RL layer on first use (PEP 562), keeping `import rummy500_env` light."""
     if name in ("env", "raw_env", "rummy500_v0"):
-        module = importlib.import_module("rummy500_env.rummy500_v0")
+        module = importlib.import_module("rummy500_env.rl.rummy500_v0")
         return module if name == "rummy500_v0" else getattr(module, name)
+    if name == "Rummy500SingleAgentEnv":
+        return importlib.import_module("rummy500_env.rl.single_agent").Rummy500SingleAgentEnv
     raise AttributeError(f"module 'rummy500_env' has no attribute {name!r}")

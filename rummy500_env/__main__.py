@@ -13,7 +13,7 @@ import argparse
 
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
 from rummy500_env.engine.rules import PRESETS, Rules
-from rummy500_env.rummy500_v0 import raw_env
+from rummy500_env.rl.rummy500_v0 import raw_env
 
 
 def _spec(text: str) -> str:

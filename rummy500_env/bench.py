@@ -90,8 +90,8 @@ def bench_env(
     The median of `reps` runs of `seconds` each, as the peers get; hands/s counts resets."""
     import numpy as np
 
-    from rummy500_env.rummy500_v0 import env as make_env
-    from rummy500_env.rummy500_v0 import raw_env
+    from rummy500_env.rl.rummy500_v0 import env as make_env
+    from rummy500_env.rl.rummy500_v0 import raw_env
 
     e = make_env(rules=rules) if wrapped else raw_env(rules=rules)
     rng = random.Random(0)

@@ -9,7 +9,6 @@ import pytest
 
 import rummy500_env
 from rummy500_env import Game, Rules
-from rummy500_env.actions import ActionCodec
 from rummy500_env.agents import (
     ExpertAgent,
     GreedyAgent,
@@ -21,7 +20,8 @@ from rummy500_env.agents.heuristics import layoff_value, partial_cards, plan, te
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.cards import parse_cards
 from rummy500_env.engine.melds import RUN_HIGH, RUN_LOW, SET, layoff_end, meld_value
-from rummy500_env.observation import ObservationEncoder
+from rummy500_env.rl.actions import ActionCodec
+from rummy500_env.rl.observation import ObservationEncoder
 from tests.helpers import SEEN, position, random_positions, reshuffle_hidden
 
 BOTS = ["random", "greedy", "expert", "search:2"]

@@ -16,9 +16,9 @@ from pettingzoo.test import api_test, seed_test
 
 import rummy500_env
 from rummy500_env import Game, IllegalActionError, InvalidPositionError, Rules, Rummy500Error
-from rummy500_env.actions import ActionCodec
-from rummy500_env.observation import ObservationEncoder
-from rummy500_env.observation_incremental import IncrementalEncoder
+from rummy500_env.rl.actions import ActionCodec
+from rummy500_env.rl.observation import ObservationEncoder
+from rummy500_env.rl.observation_incremental import IncrementalEncoder
 from tests.helpers import SEEN, position, random_positions, reshuffle_hidden
 
 PRESETS = ["standard", "pagat", "nordic", "fives", "app"]
@@ -71,10 +71,10 @@ def test_metadata_name_is_versioned_and_agents_are_named():
 
 
 def test_env_and_raw_env_are_plain_functions_importable_both_ways():
-    from rummy500_env.rummy500_v0 import Rummy500Env, env, raw_env
+    from rummy500_env.rl.rummy500_v0 import Rummy500Env, env, raw_env
 
     assert rummy500_env.env is env and rummy500_env.raw_env is raw_env
-    assert rummy500_env.rummy500_v0.env is env
+    assert rummy500_env.rl.rummy500_v0.env is env
     assert isinstance(raw_env(), Rummy500Env)
     assert type(env().unwrapped) is Rummy500Env
 

@@ -10,12 +10,12 @@ import pytest
 
 import rummy500_env
 from rummy500_env import Game, Rules
-from rummy500_env.actions import ActionCodec
 from rummy500_env.agents import ExpertAgent, GreedyAgent, SearchAgent, ViewDecoder
 from rummy500_env.agents.heuristics import plan
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.cards import JOKER, parse_card, parse_cards
-from rummy500_env.observation import ObservationEncoder
+from rummy500_env.rl.actions import ActionCodec
+from rummy500_env.rl.observation import ObservationEncoder
 from tests.helpers import position, random_positions, reshuffle_hidden
 
 BOTH = {"jokers": 2, "rummy_calls": True}

@@ -17,11 +17,11 @@ from pettingzoo.test import api_test, seed_test
 
 import rummy500_env
 from rummy500_env import Game, Rules
-from rummy500_env.actions import ENCODING_VERSION, ActionCodec
 from rummy500_env.agents import RandomAgent
 from rummy500_env.engine.cards import parse_card
-from rummy500_env.observation import OBSERVATION_VERSION, ObservationEncoder
-from rummy500_env.single_agent import Rummy500SingleAgentEnv
+from rummy500_env.rl.actions import ENCODING_VERSION, ActionCodec
+from rummy500_env.rl.observation import OBSERVATION_VERSION, ObservationEncoder
+from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
 from tests.helpers import position, random_positions, reshuffle_hidden
 
 BOTH = {"jokers": 2, "rummy_calls": True}

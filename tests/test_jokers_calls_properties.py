@@ -25,7 +25,7 @@ import rummy500_env
 from rummy500_env import Action, Game, IllegalActionError, Rules
 from rummy500_env.engine.cards import JOKER
 from rummy500_env.engine.melds import MELD_TEMPLATES
-from rummy500_env.observation import ObservationEncoder
+from rummy500_env.rl.observation import ObservationEncoder
 
 BOTH = {"jokers": 2, "rummy_calls": True}
 CONFIGS = [

@@ -8,14 +8,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rummy500_env.actions import ActionCodec  # noqa: E402
 from rummy500_env.agents.networks import CardPolicy, build_network  # noqa: E402
 from rummy500_env.agents.policy import PolicyAgent, current_encoding, save_policy  # noqa: E402
 from rummy500_env.engine.cards import parse_card  # noqa: E402
 from rummy500_env.engine.game import Game  # noqa: E402
 from rummy500_env.engine.rules import Rules  # noqa: E402
-from rummy500_env.observation import ObservationEncoder  # noqa: E402
-from rummy500_env.rummy500_v0 import raw_env  # noqa: E402
+from rummy500_env.rl.actions import ActionCodec  # noqa: E402
+from rummy500_env.rl.observation import ObservationEncoder  # noqa: E402
+from rummy500_env.rl.rummy500_v0 import raw_env  # noqa: E402
 
 SPEC = {"kind": "cards", "channels": 8, "blocks": 1, "hidden": 16}
 

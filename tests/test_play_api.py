@@ -18,10 +18,10 @@ from starlette.testclient import TestClient
 
 from rummy500_env import Game, Rules
 from rummy500_env.engine.cards import card_str
+from rummy500_env.engine.records import Record
 from rummy500_env.play.server import create_app
 from rummy500_env.play.store import Store
 from rummy500_env.play.table import Setup
-from rummy500_env.records import Record
 
 BASE = "http://127.0.0.1"
 SHORT = Rules(target=250)

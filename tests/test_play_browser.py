@@ -39,9 +39,9 @@ if not CHROMIUM:
 from playwright.sync_api import Page, expect  # noqa: E402
 
 from rummy500_env import Rules  # noqa: E402
+from rummy500_env.engine.records import Recorder  # noqa: E402
 from rummy500_env.play.server import create_app, create_replay_app  # noqa: E402
 from rummy500_env.play.table import Computers, Setup, Table  # noqa: E402
-from rummy500_env.records import Recorder  # noqa: E402
 
 SETUP = Setup(Rules(), "greedy")
 pytestmark = pytest.mark.filterwarnings(

@@ -18,8 +18,8 @@ pytest.importorskip("uvicorn", reason="the play extra is not installed")
 
 from rummy500_env import Rules
 from rummy500_env.engine.errors import RulesError
+from rummy500_env.engine.records import Recorder
 from rummy500_env.play.__main__ import main, parse_rules
-from rummy500_env.records import Recorder
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,11 +14,11 @@ import pytest
 from rummy500_env import Game, Rules
 from rummy500_env.engine.cards import card_str, parse_cards
 from rummy500_env.engine.notation import Action
+from rummy500_env.engine.records import Record
 from rummy500_env.play.plan import hand_marks, put_down_plan
 from rummy500_env.play.table import HUMAN, Computers, PlayError, Setup, Table
 from rummy500_env.play.view import describe, table_view
-from rummy500_env.records import Record
-from rummy500_env.rummy500_v0 import raw_env
+from rummy500_env.rl.rummy500_v0 import raw_env
 from tests.helpers import game, position
 
 NAMES = ["You", "Computer"]

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from rummy500_env import Rules
-from rummy500_env.records import Record, Recorder, RecordError
+from rummy500_env.engine.records import Record, Recorder, RecordError
 from rummy500_env.training.evaluate import Config, run
 
 SHORT = Rules(target=150)
@@ -168,7 +168,7 @@ def test_unreadable_files_are_clear_errors(tmp_path):
 
 def test_records_need_only_the_engine():
     code = (
-        "import sys, rummy500_env.records;"
+        "import sys, rummy500_env.engine.records;"
         "print(','.join(m for m in ('numpy', 'gymnasium', 'torch') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,7 +10,7 @@ import warnings
 
 import pytest
 
-from rummy500_env import registration
+from rummy500_env.rl import registration
 
 
 def run(code: str) -> str:
@@ -51,7 +51,7 @@ def test_the_hook_leaves_gymnasium_as_it_found_it():
     """After the registering import, the finder is gone and gymnasium's own loader is back."""
     out = run(
         "import sys, rummy500_env, gymnasium;"
-        "from rummy500_env.registration import _AfterImport;"
+        "from rummy500_env.rl.registration import _AfterImport;"
         "print(type(gymnasium.__loader__).__name__, type(gymnasium.__spec__.loader).__name__,"
         " any(isinstance(f, _AfterImport) and f.name == 'gymnasium' for f in sys.meta_path))"
     )

@@ -8,7 +8,7 @@ from gymnasium.utils.env_checker import check_env
 
 from rummy500_env import IllegalActionError, Rummy500Error
 from rummy500_env.agents import RandomAgent
-from rummy500_env.single_agent import Rummy500SingleAgentEnv
+from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
 
 
 def first_legal(obs, mask):
@@ -140,7 +140,7 @@ def test_reset_gives_up_with_a_clear_error_when_the_learner_can_never_act(monkey
     """With 25 cards each the stock holds one card: an opponent that always draws takes it,
     and under ends_hand the hand ends before seat 1's first decision, deal after deal. Reset
     must not hand back a finished episode."""
-    import rummy500_env.single_agent as single_agent
+    import rummy500_env.rl.single_agent as single_agent
 
     def draws_then_discards(observation, mask):
         return 0 if mask[0] else int(np.flatnonzero(mask)[-1])

@@ -129,7 +129,7 @@ print("played", result.totals)
 
 
 def test_policy_agent_matches_the_trained_model_and_stays_in_the_mask(trained):
-    from rummy500_env.single_agent import Rummy500SingleAgentEnv
+    from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
     from rummy500_env.training.ppo import args_from_dict, load_checkpoint, new_model
 
     args = args_from_dict(json.loads((trained / "config.json").read_text()))

@@ -29,10 +29,10 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from rummy500_env.actions import ActionCodec
 from rummy500_env.engine.melds import MELD_TEMPLATES
 from rummy500_env.engine.rules import Rules
-from rummy500_env.observation import ObservationEncoder
+from rummy500_env.rl.actions import ActionCodec
+from rummy500_env.rl.observation import ObservationEncoder
 
 KINDS = ("mlp", "cards")
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}

@@ -37,10 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from rummy500_env.actions import ENCODING_VERSION, ActionCodec
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import Rules
-from rummy500_env.observation import OBSERVATION_VERSION, ObservationEncoder
+from rummy500_env.rl.actions import ENCODING_VERSION, ActionCodec
+from rummy500_env.rl.observation import OBSERVATION_VERSION, ObservationEncoder
 
 FORMAT = "rummy500-policy"
 FORMAT_VERSION = 2

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from rummy500_env.actions import ActionCodec
 from rummy500_env.agents.heuristics import TEMPLATE_MELDS
 from rummy500_env.engine.cards import JOKER, Card, mask_of, suit_of
 from rummy500_env.engine.melds import (
@@ -35,7 +34,8 @@ from rummy500_env.engine.melds import (
     meld_templates_in,
 )
 from rummy500_env.engine.rules import Rules
-from rummy500_env.observation import ObservationEncoder
+from rummy500_env.rl.actions import ActionCodec
+from rummy500_env.rl.observation import ObservationEncoder
 
 
 @dataclass
@@ -224,7 +224,7 @@ class ViewDecoder:
         return self._decode_jokers_and_calls(view, i)
 
     def _decode_jokers_and_calls(self, view: View, i: int) -> Decoded:
-        """The ids of docs/rules.md §5 (see `rummy500_env.actions`)."""
+        """The ids of docs/rules.md §5 (see `rummy500_env.rl.actions`)."""
         c = self.codec
         if c.JOKER_MELD <= i < c.JOKER_LAYOFF:
             t, k = divmod(i - c.JOKER_MELD, 3)

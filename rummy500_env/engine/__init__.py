@@ -1,7 +1,7 @@
 """The Rummy 500 rules engine: standard library only, readable next to docs/rules.md.
 
 Layers, each importing only those above it: `errors`, `cards` → `rules` → `melds` →
-`scoring`, `notation` → `positions` → `render` → `game`.
+`scoring`, `notation` → `positions` → `render` → `game` → `records`.
 """
 
 from rummy500_env.engine.cards import card_str, parse_card, parse_cards

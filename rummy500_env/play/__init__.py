@@ -4,7 +4,7 @@
 from a Starlette app (`server`). A `table.Table` is one game: the human in seat 0 against
 computer agents that see only their own seat's observation; `view` decides what the page may
 be shown; `plan` chooses what "Put down all" puts down; `store` keeps every game in SQLite
-after each move. Game records (`rummy500_env.records`) are written for finished games and
+after each move. Game records (`rummy500_env.engine.records`) are written for finished games and
 shown step by step with ``--replay FILE``.
 
 Needs the ``play`` extra (starlette, uvicorn); nothing here is imported by the rest of the

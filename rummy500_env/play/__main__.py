@@ -175,8 +175,8 @@ def _play_app(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def _replay_app(args: argparse.Namespace) -> tuple[Any, str]:
+    from rummy500_env.engine.records import Record
     from rummy500_env.play.server import create_replay_app
-    from rummy500_env.records import Record
 
     record = Record.load(args.replay)
     app = create_replay_app(record, args.replay.name, args.host)

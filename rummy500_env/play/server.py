@@ -43,10 +43,10 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from rummy500_env.engine.notation import Action
+from rummy500_env.engine.records import Record, RecordError
 from rummy500_env.play.store import Store
 from rummy500_env.play.table import Computers, PlayError, Setup, Table
 from rummy500_env.play.view import describe, table_view
-from rummy500_env.records import Record, RecordError
 
 STATIC = Path(__file__).parent / "static"
 GAME_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")

@@ -17,7 +17,7 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from rummy500_env.records import Record
+from rummy500_env.engine.records import Record
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS games (
     id TEXT PRIMARY KEY,

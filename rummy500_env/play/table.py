@@ -19,11 +19,11 @@ from rummy500_env.engine.cards import card_str
 from rummy500_env.engine.errors import ActionParseError, Rummy500Error
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.notation import Action
+from rummy500_env.engine.records import Record, Recorder
 from rummy500_env.engine.rules import Rules
 from rummy500_env.play.plan import Mark, hand_marks, put_down_plan
 from rummy500_env.play.view import describe, display_key, table_view
-from rummy500_env.records import Record, Recorder
-from rummy500_env.rummy500_v0 import raw_env
+from rummy500_env.rl.rummy500_v0 import raw_env
 
 HUMAN = 0
 """The human's seat. Seat 0 leads the first hand (docs/rules.md §1: the last seat deals)."""

@@ -12,7 +12,7 @@ from typing import Any
 from rummy500_env.agents.base import Agent
 from rummy500_env.engine.errors import RulesError
 from rummy500_env.engine.rules import PRESETS, Rules
-from rummy500_env.rummy500_v0 import raw_env
+from rummy500_env.rl.rummy500_v0 import raw_env
 
 
 def parse_rules(text: str) -> Rules:

@@ -40,9 +40,9 @@ import numpy as np
 from rummy500_env.agents.base import Agent
 from rummy500_env.agents.registry import check_spec, make_agent
 from rummy500_env.engine.errors import RulesError, Rummy500Error
+from rummy500_env.engine.records import Recorder
 from rummy500_env.engine.rules import PRESETS, Rules
-from rummy500_env.records import Recorder
-from rummy500_env.rummy500_v0 import raw_env
+from rummy500_env.rl.rummy500_v0 import raw_env
 from rummy500_env.training.arena import parse_rules, play
 
 
@@ -86,7 +86,7 @@ class Config:
     address: str | None = None
     """With `ray`: the cluster to join; None starts a local Ray instance of `workers` CPUs."""
     record: str | None = None
-    """A folder to write one game record per game into (`rummy500_env.records`), or None."""
+    """A folder to write one game record per game into (`rummy500_env.engine.records`), or None."""
 
 
 def _run(args: tuple[Config, list[str], Task]) -> GameRecord:

@@ -22,7 +22,7 @@ import numpy as np
 from rummy500_env.agents.base import Agent, pool_weights
 from rummy500_env.engine.errors import IllegalActionError, Rummy500Error
 from rummy500_env.engine.rules import Rules
-from rummy500_env.rummy500_v0 import Rummy500Env
+from rummy500_env.rl.rummy500_v0 import Rummy500Env
 
 MAX_ROUNDS = 10_000
 """Opponent rounds one step may take before it gives up (a pool that never lets the learner

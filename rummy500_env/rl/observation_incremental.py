@@ -29,7 +29,7 @@ from rummy500_env.engine.cards import JOKER, cards_in
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.melds import Meld
 from rummy500_env.engine.rules import Rules
-from rummy500_env.observation import FloatArray, MeldPart, ObservationEncoder, clip
+from rummy500_env.rl.observation import FloatArray, MeldPart, ObservationEncoder, clip
 
 MEMO_LIMIT = 4096
 """Meld parts kept before the memo starts afresh (a long run meets few distinct melds)."""

@@ -3,7 +3,7 @@
 ==================  ==============================================================
 Import              ``from rummy500_env import env, raw_env`` (or ``rummy500_v0``)
 Actions             Discrete(N), N = 310 + deck size − players (360 for standard; more
-                    with jokers or calls, see `rummy500_env.actions`)
+                    with jokers or calls, see `rummy500_env.rl.actions`)
 Parallel API        no (a turn is several steps by the same agent)
 Manual control      no
 Agents              ``player_0 … player_{n-1}``, 2 to 8
@@ -20,14 +20,14 @@ Observation
     be discarded, and the rule flags.
     With jokers, slices for the jokers in hand, in the pile, on the table (the card each
     stands for) and known in opponents' hands; with calls, the call phase and the discarder.
-    The slice table is in `rummy500_env.observation`. ``action_mask`` marks the legal ids for
+    The slice table is in `rummy500_env.rl.observation`. ``action_mask`` marks the legal ids for
     the agent to act and is all zeros for every other agent.
 
 Actions
     Ranges draw, take the pile to depth d, decline, 100 three-card melds, 156 lay-offs
     (card × set / run low end / run high end), 52 discards; with jokers, 300 starts with a
     joker, 156 joker lay-offs and the joker's discard; with calls, a call per pile depth,
-    pass and done: `rummy500_env.actions`.
+    pass and done: `rummy500_env.rl.actions`.
     ``env.unwrapped.action_to_str(a)`` and ``str_to_action(s)`` speak the engine notation.
 
 Turns
@@ -82,12 +82,12 @@ from gymnasium.utils import EzPickle
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from rummy500_env.actions import ActionCodec
 from rummy500_env.engine.errors import IllegalActionError, InvalidPositionError, Rummy500Error
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.render import render
 from rummy500_env.engine.rules import Rules
-from rummy500_env.observation_incremental import IncrementalEncoder
+from rummy500_env.rl.actions import ActionCodec
+from rummy500_env.rl.observation_incremental import IncrementalEncoder
 
 EPISODES = ("game", "hand")
 REWARDS = ("win", "score")

@@ -9,7 +9,7 @@ calls and out-of-turn plays happen inside `step`. `action_masks()` is defined on
 itself, so sb3-contrib's MaskablePPO finds it through ``env_method`` inside `SubprocVecEnv`
 (an ``ActionMasker`` wrapper cannot cross processes).
 
-    >>> from rummy500_env.single_agent import Rummy500SingleAgentEnv
+    >>> from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
     >>> env = Rummy500SingleAgentEnv(seat="random", rules="standard")
     >>> obs, info = env.reset(seed=0)
     >>> int(env.action_masks().sum()) > 0
@@ -29,7 +29,7 @@ from rummy500_env.agents.random_agent import RandomAgent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.render import render
 from rummy500_env.engine.rules import Rules
-from rummy500_env.rummy500_v0 import raw_env
+from rummy500_env.rl.rummy500_v0 import raw_env
 
 Opponents = Any  # an agent, a callable, or a sequence with one per other seat
 REDEALS = 1000
@@ -46,7 +46,7 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
         seat: the learner's seat, an int, or ``"random"`` to draw it each episode (seats
             alternate across episodes in expectation, so the learner sees both first and
             second player).
-        rules, episode, reward, render_mode: as for `rummy500_env.rummy500_v0.Rummy500Env`.
+        rules, episode, reward, render_mode: as for `rummy500_env.rl.rummy500_v0.Rummy500Env`.
         illegal: what an action outside the mask does: ``"terminate"`` (the default, as
             PettingZoo's TerminateIllegalWrapper: the episode ends with ``illegal_reward``)
             or ``"raise"`` (`IllegalActionError`). Masked learners never hit either.

@@ -3,7 +3,7 @@
 After ``import rummy500_env``:
 
 * ``gymnasium.make("Rummy500-v0", opponents=..., seat=..., rules=..., episode=...)`` makes
-  the single-agent view, `rummy500_env.single_agent.Rummy500SingleAgentEnv` (keyword
+  the single-agent view, `rummy500_env.rl.single_agent.Rummy500SingleAgentEnv` (keyword
   arguments as its constructor's; ``gymnasium.make("rummy500_env:Rummy500-v0")`` imports the
   package first, Gymnasium's convention);
 * with a PettingZoo that has a registry (1.27 and later), ``pettingzoo.make("aec",
@@ -46,7 +46,7 @@ def register_gymnasium() -> None:
     if GYMNASIUM_ID not in gymnasium.registry:
         gymnasium.register(
             id=GYMNASIUM_ID,
-            entry_point="rummy500_env.single_agent:Rummy500SingleAgentEnv",
+            entry_point="rummy500_env.rl.single_agent:Rummy500SingleAgentEnv",
         )
 
 
@@ -61,7 +61,7 @@ def register_pettingzoo() -> bool:
     aec, parallel = pettingzoo.aec_registry, pettingzoo.parallel_registry
     shown = PETTINGZOO_ID.replace("_v", "-v")  # the registries' keys
     if shown not in aec:
-        register("aec", PETTINGZOO_ID, entry_point="rummy500_env.rummy500_v0:env")
+        register("aec", PETTINGZOO_ID, entry_point="rummy500_env.rl.rummy500_v0:env")
     if shown not in parallel:
         register("parallel", PETTINGZOO_ID, entry_point=parallel_env)
     return True
@@ -72,7 +72,7 @@ def parallel_env(**kwargs: Any) -> Any:
     agent acting per step (it passes PettingZoo's ``parallel_api_test``)."""
     from pettingzoo.utils.conversions import turn_based_aec_to_parallel
 
-    env = importlib.import_module("rummy500_env.rummy500_v0").env
+    env = importlib.import_module("rummy500_env.rl.rummy500_v0").env
     return turn_based_aec_to_parallel(env(**kwargs))
 
 
