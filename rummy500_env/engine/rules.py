@@ -7,6 +7,7 @@ Variants are fields, not subclasses, so any combination can be built and checked
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -129,6 +130,37 @@ class Rules:
         return cls(**fields)
 
     @classmethod
+    def parse(cls, text: str, players: int | None = None) -> Rules:
+        """Rules from command-line text, the one ``--rules`` parser of every command.
+
+        Three forms: a preset name (``nordic``); a preset and ``field=value`` overrides, comma
+        separated, the preset optional (``standard,target=300``, ``target=300``; values
+        ``true``/``false``, ``none``, ints, else text); or a JSON object of fields, with an
+        optional ``"preset"`` key (``{"jokers": 2, "rummy_calls": true}``). `players` comes from
+        a separate option (``--players``): the text may leave it out or agree with it. Every
+        mistake is a `RulesError` that quotes the text and says what is allowed.
+
+        >>> Rules.parse("nordic,target=300", players=3).target
+        300
+        >>> Rules.parse('{"preset": "fives", "jokers": 2}').jokers
+        2
+        """
+        preset, fields = _parse_json(text) if text.lstrip().startswith("{") else _parse_text(text)
+        if preset not in PRESETS:
+            raise RulesError(f"rules {text!r}: unknown preset {preset!r}; {_forms()}")
+        if players is not None:
+            if fields.get("players", players) != players:
+                raise RulesError(
+                    f"rules {text!r} set players={fields['players']!r}, but players={players} "
+                    "is given too (--players): give it once, or the same number"
+                )
+            fields["players"] = players
+        try:
+            return cls.preset(preset, **fields)
+        except RulesError as e:  # a field or a combination: quote the text it came from
+            raise RulesError(f"rules {text!r}: {e}") from None
+
+    @classmethod
     def coerce(cls, rules: Rules | str | dict[str, Any] | None) -> Rules:
         """Accept a `Rules`, a preset name or a dict of fields (None: the standard preset)."""
         if rules is None:
@@ -149,6 +181,60 @@ class Rules:
             if Rules(**fields) == self:
                 return name
         return None
+
+
+def _forms() -> str:
+    """What `Rules.parse` accepts, for its error messages."""
+    return (
+        f"give a preset ({', '.join(PRESETS)}), optionally followed by field=value overrides "
+        "(standard,target=300), or a JSON object of fields "
+        """('{"preset": "nordic", "jokers": 2}')"""
+    )
+
+
+def _parse_text(text: str) -> tuple[str, dict[str, Any]]:
+    """``preset,field=value,...`` -> (preset, fields); the preset may be left out."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise RulesError(f"rules {text!r} are empty: {_forms()}")
+    preset = parts.pop(0) if "=" not in parts[0] else "standard"
+    fields: dict[str, Any] = {}
+    for part in parts:
+        key, eq, value = (s.strip() for s in part.partition("="))
+        if not eq or not key:
+            raise RulesError(
+                f"rules {text!r}: {part!r} is not field=value (only the first item may be a "
+                "preset name), e.g. standard,target=300"
+            )
+        if key in fields:
+            raise RulesError(f"rules {text!r} set {key} twice: give each field once")
+        fields[key] = _value(value)
+    return preset, fields
+
+
+def _parse_json(text: str) -> tuple[str, dict[str, Any]]:
+    """A JSON object of fields -> (its ``"preset"``, default standard; the other fields)."""
+    try:
+        fields: dict[str, Any] = json.loads(text)  # an object: the text starts with "{"
+    except json.JSONDecodeError as e:
+        raise RulesError(f"rules {text!r} are not valid JSON ({e}): {_forms()}") from None
+    preset = fields.pop("preset", "standard")
+    if not isinstance(preset, str):
+        raise RulesError(f'rules {text!r}: "preset" must be a preset name, not {preset!r}')
+    return preset, fields
+
+
+def _value(text: str) -> Any:
+    """A field value from text: true/false, none/null, an int, or the text itself (a wrong
+    type is then reported by `Rules` with the field's allowed values)."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return text
 
 
 def _check_choice(name: str, value: object, allowed: tuple[object, ...]) -> None:
