@@ -1,0 +1,70 @@
+"""The engine against the independent reference (tests/reference): over generated positions
+of every rules configuration, the legal actions, where each of them leads and the hand scores
+must be the same on both sides.
+
+The reference shares no helper with the engine, so a bug in the engine's meld finder, lay-off
+fits, obligation or discard rules, stock and turn handling, or scoring shows up here as a
+difference, with the position printed. Examples per test come from the hypothesis profile
+(tests/conftest.py: ``ci`` derandomized in CI, ``long`` for benchmarks/reference_long.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, note
+from hypothesis import strategies as st
+
+from rummy500_env import Game
+from tests.reference import model, strategies
+
+CHECKED = {"positions": 0, "actions": 0}
+"""How many positions and actions the tests compared (benchmarks/reference_long.py reads it)."""
+
+
+def _differences(engine: set[str], reference: set[str]) -> str:
+    return (
+        f"engine only: {sorted(engine - reference)}; reference only: {sorted(reference - engine)}"
+    )
+
+
+def _show(position: dict[str, Any]) -> None:
+    note(f"position: {json.dumps(position)}")
+
+
+@given(strategies.positions())
+def test_legal_actions_and_hand_scores_equal_the_references(position: dict[str, Any]) -> None:
+    """The legal set (as text, none listed twice) and the scores, in any position."""
+    _show(position)
+    game = Game.from_dict(position)
+    state = model.read(position)
+    listed = [str(a) for a in game.legal_actions()]
+    expected = model.legal_actions(state)
+    assert len(listed) == len(set(listed)), f"listed twice: {sorted(listed)}"
+    assert set(listed) == expected, _differences(set(listed), expected)
+    assert game.hand_scores() == model.hand_scores(state)
+    assert game.totals == model.totals_now(state)
+    CHECKED["positions"] += 1
+
+
+@given(strategies.positions(strategies.IN_PLAY), st.randoms(use_true_random=False))
+def test_every_legal_action_leads_where_the_reference_says(
+    position: dict[str, Any], rnd: Any
+) -> None:
+    """Applying each legal action (a sample of eight where there are more) gives the position,
+    scores and totals the rules say: the turn passing, the stock running out, call windows,
+    turn and hand limits, going out and the end of the game."""
+    _show(position)
+    game = Game.from_dict(position)
+    state = model.read(position)
+    actions = sorted(model.legal_actions(state))
+    for text in sorted(rnd.sample(actions, min(8, len(actions)))):
+        g = game.copy()
+        g.apply(text)
+        want = model.after(state, text)
+        assert model.normal(g.to_dict()) == model.normal(model.write(want)), text
+        assert g.hand_scores() == model.hand_scores(want), text
+        assert g.totals == model.totals_now(want), text
+        CHECKED["actions"] += 1
+    CHECKED["positions"] += 1
