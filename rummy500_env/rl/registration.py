@@ -5,7 +5,9 @@ After ``import rummy500_env``:
 * ``gymnasium.make("Rummy500-v0", opponents=..., seat=..., rules=..., episode=...)`` makes
   the single-agent view, `rummy500_env.rl.single_agent.Rummy500SingleAgentEnv` (keyword
   arguments as its constructor's; ``gymnasium.make("rummy500_env:Rummy500-v0")`` imports the
-  package first, Gymnasium's convention);
+  package first, Gymnasium's convention); ``gymnasium.make_vec("Rummy500-v0", num_envs=N)``
+  makes `rummy500_env.rl.vector.Rummy500VectorEnv`, and with ``vectorization_mode="sync"``
+  or ``"async"`` Gymnasium's own vector envs over ``gymnasium.make`` (docs/frameworks.md);
 * with a PettingZoo that has a registry (1.27 and later), ``pettingzoo.make("aec",
   "rummy500_v0", rules=...)`` makes the AEC env (`rummy500_env.env`) and
   ``pettingzoo.make("parallel", "rummy500_v0")`` its parallel form,
@@ -47,6 +49,7 @@ def register_gymnasium() -> None:
         gymnasium.register(
             id=GYMNASIUM_ID,
             entry_point="rummy500_env.rl.single_agent:Rummy500SingleAgentEnv",
+            vector_entry_point="rummy500_env.rl.vector:Rummy500VectorEnv",
         )
 
 

@@ -9,6 +9,20 @@ calls and out-of-turn plays happen inside `step`. `action_masks()` is defined on
 itself, so sb3-contrib's MaskablePPO finds it through ``env_method`` inside `SubprocVecEnv`
 (an ``ActionMasker`` wrapper cannot cross processes).
 
+Two conventions serve Gymnasium's vector envs (`rummy500_env.rl.vector`, docs/frameworks.md):
+
+* Once the learner's episode is over, `action_masks()` marks exactly one id legal,
+  `DONE_ACTION` (0). A vector env in ``NEXT_STEP`` or ``DISABLED`` autoreset mode hands the
+  policy a finished env's mask until that env is reset, and a masked sampler needs one legal
+  action to draw; the action it draws is never played (the vector env resets instead, and
+  `step` itself still refuses a finished episode). With a single legal id, a masked policy's
+  log-probability there is 0 and its entropy 0, so that placeholder step adds nothing to a
+  policy-gradient loss.
+* `info` holds no None: a key whose value is None (``went_out`` when nobody went out,
+  ``winner`` in a draw) is left out, because a vector env stacks each key into one array
+  typed by its first value, and an ``int`` array cannot take None; its ``_went_out`` mask
+  then says which envs have the key.
+
     >>> from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
     >>> env = Rummy500SingleAgentEnv(seat="random", rules="standard")
     >>> obs, info = env.reset(seed=0)
@@ -34,6 +48,9 @@ from rummy500_env.rl.rummy500_v0 import raw_env
 Opponents = Any  # an agent, a callable, or a sequence with one per other seat
 REDEALS = 1000
 """Deals `reset` tries before it gives up on reaching a decision of the learner."""
+DONE_ACTION = 0
+"""The one id `Rummy500SingleAgentEnv.action_masks` marks legal once the episode is over (a
+placeholder for vector envs; see the module docstring)."""
 
 
 class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
@@ -128,7 +145,9 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
             self.opponents = self._pool[pick][0]
         if self.seat_option == "random":
             self.seat = int(self.np_random.integers(self.rules.players))
-        aec_seed = None if seed is None else int(self.np_random.integers(2**63))
+        # Deals come from the env's own generator, so a reset without a seed after a seeded
+        # one deals reproducibly (Gymnasium's convention; vector envs reset that way).
+        aec_seed = int(self.np_random.integers(2**63))
         self._illegal_end = False
         self.learner = me = self.aec.possible_agents[self.seat]
         for _deal in range(REDEALS):
@@ -153,30 +172,21 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
     def step(
         self, action: int | np.integer[Any]
     ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        aec, me = self.aec, self._require_reset()
-        if self._illegal_end or aec.terminations[me] or aec.truncations[me]:
-            raise Rummy500Error("the episode is over: call reset()")
-        aec.check_action_id(action)
-        if self.illegal == "terminate" and int(action) not in aec.legal_ids():
-            self._illegal_end = True
+        reward = self._learner_plays(action)
+        if self._illegal_end:
             info = self._info() | {"illegal_action": int(action)}
             return self._observation(), self.illegal_reward, True, False, info
-        aec.step(int(action))
-        reward = aec.rewards[me]
-        reward += self._play_opponents()
-        if self.render_mode == "human":
-            print(self.render())
-        return (
-            self._observation(),
-            float(reward),
-            bool(aec.terminations[me]),
-            bool(aec.truncations[me]),
-            self._info(),
-        )
+        return self._result(reward + self._play_opponents())
 
     def action_masks(self) -> np.ndarray:
-        """The learner's legal actions as booleans (sb3-contrib's MaskablePPO reads this)."""
-        return self.aec.observe(self._require_reset())["action_mask"].astype(bool)
+        """The learner's legal actions as booleans (sb3-contrib's MaskablePPO reads this);
+        once the episode is over, only `DONE_ACTION` (see the module docstring)."""
+        me = self._require_reset()
+        if self._illegal_end or self.aec.terminations[me] or self.aec.truncations[me]:
+            mask = np.zeros(self.action_space.n, dtype=bool)
+            mask[DONE_ACTION] = True
+            return mask
+        return self.aec.observe(me)["action_mask"].astype(bool)
 
     def render(self) -> str | None:
         if self.render_mode is None:
@@ -193,24 +203,63 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
 
     # --- internals ---------------------------------------------------------------------------
 
+    # `step` in three parts, so that `rummy500_env.rl.vector` can play many envs' opponents
+    # in rounds and ask a batching opponent (``act_batch``) once per round.
+
+    def _learner_plays(self, action: int | np.integer[Any]) -> float:
+        """Check and play the learner's action; its reward (an illegal action under
+        "terminate" plays nothing and sets ``_illegal_end``)."""
+        aec, me = self.aec, self._require_reset()
+        if self._illegal_end or aec.terminations[me] or aec.truncations[me]:
+            raise Rummy500Error("the episode is over: call reset()")
+        aec.check_action_id(action)
+        if self.illegal == "terminate" and int(action) not in aec.legal_ids():
+            self._illegal_end = True
+            return 0.0
+        aec.step(int(action))
+        return float(aec.rewards[me])
+
+    def _opponent_to_act(self) -> tuple[Agent, dict[str, np.ndarray]] | None:
+        """The opponent to act now and its observation dict; None when the learner is to act
+        or the episode is over."""
+        aec, me = self.aec, self._require_reset()
+        if aec.terminations[me] or aec.truncations[me] or aec.agent_selection == me:
+            return None
+        agent = aec.agent_selection
+        seat = aec.agent_name_mapping[agent]
+        return self.opponents[(seat - self.seat) % self.rules.players - 1], aec.observe(agent)
+
+    def _opponent_plays(self, action: int) -> float:
+        """Play the opponent's action; the learner's reward from it."""
+        self.aec.step(action)
+        return float(self.aec.rewards[self._require_reset()])
+
     def _play_opponents(self) -> float:
         """Let the other seats act until the learner is to act or the episode ends; return the
         reward the learner received meanwhile."""
-        aec, me = self.aec, self._require_reset()
         reward = 0.0
-        while not (aec.terminations[me] or aec.truncations[me]) and aec.agent_selection != me:
-            agent = aec.agent_selection
-            seat = aec.agent_name_mapping[agent]
-            opponent = self.opponents[(seat - self.seat) % self.rules.players - 1]
-            obs = aec.observe(agent)
-            aec.step(opponent.act(obs["observation"], obs["action_mask"]))
-            reward += aec.rewards[me]
+        while (turn := self._opponent_to_act()) is not None:
+            opponent, obs = turn
+            reward += self._opponent_plays(opponent.act(obs["observation"], obs["action_mask"]))
         return reward
+
+    def _result(self, reward: float) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """`step`'s return once the opponents have played."""
+        me = self._require_reset()
+        if self.render_mode == "human":
+            print(self.render())
+        return (
+            self._observation(),
+            float(reward),
+            bool(self.aec.terminations[me]),
+            bool(self.aec.truncations[me]),
+            self._info(),
+        )
 
     def _observation(self) -> np.ndarray:
         return self.aec.observe(self._require_reset())["observation"].copy()
 
     def _info(self) -> dict[str, Any]:
-        info = dict(self.aec.infos.get(self._require_reset(), {}))
-        info["seat"] = self.seat
-        return info
+        info = self.aec.infos.get(self._require_reset(), {})
+        # No None values: a vector env cannot stack them (see the module docstring).
+        return {k: v for k, v in info.items() if v is not None} | {"seat": self.seat}
