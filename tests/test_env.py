@@ -209,8 +209,11 @@ def test_decode_of_an_id_that_names_nothing_is_a_clear_error():
 
 def test_observation_slices_tile_the_vector_and_match_the_documented_size():
     enc = ObservationEncoder(Rules())
-    assert enc.size == 748  # 52 (D + 2n + 9) + 3n + 14
-    assert ObservationEncoder(Rules(players=3, decks=2)).size == 52 * (2 + 6 + 9) + 9 + 14
+    assert enc.features_size == 748  # 52 (D + 2n + 9) + 3n + 14
+    assert enc.size == 748 + 56 + 2 * 2 + 57  # the exact part: 56 D + 2 n + 57
+    wide = ObservationEncoder(Rules(players=3, decks=2))
+    assert wide.features_size == 52 * (2 + 6 + 9) + 9 + 14
+    assert wide.size == wide.features_size + 56 * 2 + 6 + 57
     starts = sorted((s.start, s.stop) for s in enc.slices.values())
     assert starts[0][0] == 0 and starts[-1][1] == enc.size
     assert all(b[0] == a[1] for a, b in itertools.pairwise(starts))

@@ -46,11 +46,13 @@ def test_standard_encodings_keep_their_sizes_ranges_and_versions(players):
     r = Rules(players=players)
     d, n = r.deck_count, players
     enc, codec = ObservationEncoder(r), ActionCodec(r)
-    assert enc.size == 52 * (d + 2 * n + 9) + 3 * n + 14 and enc.extras_at == enc.size
+    features = 52 * (d + 2 * n + 9) + 3 * n + 14
+    assert enc.features_size == features and enc.extras_at == features
+    assert enc.size == features + 56 * d + 2 * n + 57  # the exact part (version 3)
     assert codec.size == 310 + 52 * d - n
     assert list(codec.ranges()) == ["draw", "pile", "decline", "meld", "layoff", "discard"]
-    assert (ENCODING_VERSION, OBSERVATION_VERSION) == (1, 2)
-    assert list(enc.slices)[-1] == "progress"
+    assert (ENCODING_VERSION, OBSERVATION_VERSION) == (1, 3)
+    assert list(enc.feature_slices)[-1] == "progress"
 
 
 def test_shipped_model_loads_and_plays_the_recorded_games():
@@ -132,12 +134,14 @@ def test_observation_slices_with_jokers_and_calls_tile_and_match_the_documented_
         r = Rules(players=players, decks=decks, **BOTH)
         enc = ObservationEncoder(r)
         standard = 52 * (decks + 2 * players + 9) + 3 * players + 14
-        assert enc.size == standard + (2 * decks + 2 * players + 107) + (players + 2)
+        features = standard + (2 * decks + 2 * players + 107) + (players + 2)
+        exact = 56 * decks + 56 * 2 * decks + 1 + 2 * players + 57
+        assert enc.features_size == features and enc.size == features + exact
         starts = sorted((s.start, s.stop) for s in enc.slices.values())
         assert starts[0][0] == 0 and starts[-1][1] == enc.size
         assert all(b[0] == a[1] for a, b in itertools.pairwise(starts))
         assert enc.extras_at == standard
-    assert ObservationEncoder(Rules(**BOTH)).size == 865
+    assert ObservationEncoder(Rules(**BOTH)).features_size == 865
 
 
 def test_observation_shows_jokers_in_hand_on_the_table_in_the_pile_and_known():

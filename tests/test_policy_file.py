@@ -44,7 +44,10 @@ def test_the_shipped_model_loads_and_passes_its_checksum():
     assert blob["format_version"] == FORMAT_VERSION
     assert blob["checksum"] == weights_checksum(blob["state_dict"])
     agent = PolicyAgent.load(SHIPPED, rules="standard")
-    assert agent.metadata["encoding"]["observation_size"] == agent.observation_size == 748
+    # recorded with observation version 2: it reads the feature part of today's vector
+    assert agent.metadata["encoding"]["observation_version"] == 2
+    assert agent.metadata["encoding"]["observation_size"] == 748
+    assert agent.observation_size == 865  # the env's vector, the exact part included
 
 
 def test_one_flipped_byte_in_the_shipped_weights_is_reported_corrupt(tmp_path):
@@ -111,7 +114,7 @@ def agent() -> PolicyAgent:
     return PolicyAgent.load(SHIPPED)
 
 
-OBS, MASK = np.zeros(748, np.float32), np.ones(360, np.int8)
+OBS, MASK = np.zeros(865, np.float32), np.ones(360, np.int8)
 
 
 @pytest.mark.parametrize(
@@ -120,14 +123,14 @@ OBS, MASK = np.zeros(748, np.float32), np.ones(360, np.int8)
         (
             np.zeros(700, np.float32),
             MASK,
-            r"observation must have shape \(748,\).*got shape \(700,\)",
+            r"observation must have shape \(865,\).*got shape \(700,\)",
         ),
-        (np.zeros((4, 748), np.float32), MASK, r"shape \(748,\).*got shape \(4, 748\)"),
+        (np.zeros((4, 865), np.float32), MASK, r"shape \(865,\).*got shape \(4, 865\)"),
         (OBS, np.ones(300, np.int8), r"action_mask must have shape \(360,\).*got shape \(300,\)"),
         (
             "hand: 9S 9H",
             MASK,
-            r"observation must be a numeric numpy array of shape \(748,\), got str",
+            r"observation must be a numeric numpy array of shape \(865,\), got str",
         ),
         (OBS, np.zeros(360, np.int8), "no legal action"),
     ],

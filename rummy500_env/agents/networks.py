@@ -40,17 +40,30 @@ STANDARD_RANGES = ("draw", "pile", "decline", "meld", "layoff", "discard")
 """The action ranges with a card-tied head; any other range (a variant's) reads the summary."""
 
 
-def mlp(obs_size: int, net_arch: list[int], out_size: int, activation: str) -> nn.Sequential:
-    """Hidden layers over the flat observation, then the outputs (the ``mlp`` actor, and the
-    separate critic it trains with). Its state dict keys are those of the first policy
-    files, which therefore still load."""
+class FeatureMLP(nn.Sequential):
+    """An `nn.Sequential` over the first `in_features` floats of its input: the observation's
+    feature part (the exact part after it is for decoding, not for learning; see
+    `observation`)."""
+
+    def __init__(self, in_features: int, *layers: nn.Module) -> None:
+        super().__init__(*layers)
+        self.in_features = in_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x[..., : self.in_features])
+
+
+def mlp(obs_size: int, net_arch: list[int], out_size: int, activation: str) -> FeatureMLP:
+    """Hidden layers over the observation's `obs_size` features, then the outputs (the
+    ``mlp`` actor, and the separate critic it trains with). Its state dict keys are those of
+    the first policy files, which therefore still load."""
     act = ACTIVATIONS[activation]
     layers: list[nn.Module] = []
     last = obs_size
     for width in net_arch:
         layers += [nn.Linear(last, width), act()]
         last = width
-    return nn.Sequential(nn.Sequential(*layers), nn.Linear(last, out_size))
+    return FeatureMLP(obs_size, nn.Sequential(*layers), nn.Linear(last, out_size))
 
 
 class CardBlock(nn.Module):
@@ -89,7 +102,7 @@ class CardPolicy(nn.Module):
         self.card_slices: list[tuple[int, int]] = []
         """Where the 52-wide slices lie, adjacent ones merged (slicing beats a gather)."""
         self.global_slices: list[tuple[int, int]] = []
-        for sl in enc.slices.values():
+        for sl in enc.feature_slices.values():
             runs = self.card_slices if (sl.stop - sl.start) % 52 == 0 else self.global_slices
             if runs and runs[-1][1] == sl.start:
                 runs[-1] = (runs[-1][0], sl.stop)
@@ -190,7 +203,7 @@ def build_network(rules: Rules, spec: dict[str, Any]) -> nn.Module:
     kind = spec.get("kind", "mlp")
     if kind == "mlp":
         enc, codec = ObservationEncoder(rules), ActionCodec(rules)
-        return mlp(enc.size, list(spec["net_arch"]), codec.size, spec["activation"])
+        return mlp(enc.features_size, list(spec["net_arch"]), codec.size, spec["activation"])
     if kind == "cards":
         return CardPolicy(rules, int(spec["channels"]), int(spec["blocks"]), int(spec["hidden"]))
     raise ValueError(f"network kind {kind!r} is unknown: use one of {KINDS}")

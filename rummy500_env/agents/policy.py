@@ -40,7 +40,7 @@ import numpy as np
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rl.actions import ENCODING_VERSION, ActionCodec
-from rummy500_env.rl.observation import OBSERVATION_VERSION, ObservationEncoder
+from rummy500_env.rl.observation import FEATURE_VERSIONS, OBSERVATION_VERSION, ObservationEncoder
 
 FORMAT = "rummy500-policy"
 FORMAT_VERSION = 2
@@ -59,11 +59,13 @@ class PolicyInputError(Rummy500Error):
 
 
 def current_encoding(rules: Rules) -> dict[str, Any]:
-    """The encoding facts a policy file must match."""
+    """The encoding facts a policy file must match. ``observation_size`` is the size of the
+    observation's feature part, what a network reads (`ObservationEncoder.features_size`);
+    a file of any version in `FEATURE_VERSIONS` reads the same features."""
     return {
         "observation_version": OBSERVATION_VERSION,
         "action_version": ENCODING_VERSION,
-        "observation_size": ObservationEncoder(rules).size,
+        "observation_size": ObservationEncoder(rules).features_size,
         "action_size": ActionCodec(rules).size,
     }
 
@@ -246,7 +248,8 @@ class PolicyAgent:
         self.deterministic = deterministic
         self.path = path
         self.generator = torch.Generator().manual_seed(seed if seed is not None else 0)
-        self.observation_size: int = metadata["encoding"]["observation_size"]
+        self.observation_size: int = ObservationEncoder(Rules.from_dict(metadata["rules"])).size
+        """The size of the env's observation vector (the network reads its feature part)."""
         self.action_size: int = metadata["encoding"]["action_size"]
 
     @classmethod
@@ -272,6 +275,8 @@ class PolicyAgent:
             )
         now = current_encoding(stored_rules)
         stored = {k: meta.get("encoding", {}).get(k) for k in now}
+        if stored["observation_version"] in FEATURE_VERSIONS:  # the same feature part
+            stored["observation_version"] = OBSERVATION_VERSION
         if stored != now:
             raise PolicyLoadError(
                 f"{str(path)!r} was made for another observation/action encoding:\n"

@@ -74,7 +74,8 @@ from rummy500_env.engine.notation import (
 from rummy500_env.engine.positions import Phase, Position
 from rummy500_env.engine.render import render
 from rummy500_env.engine.rules import Rules
-from rummy500_env.engine.scoring import game_winner, hand_scores, table_points
+from rummy500_env.engine.scoring import HandResult, hand_result, hand_scores, table_points
+from rummy500_env.engine.seat_view import SeatView
 
 Dig = tuple[int, Card, int]
 """A legal dig (or call) in parts: (depth below the top card, the card, which copy: 1 = the
@@ -99,7 +100,7 @@ class Game:
         "_fits_memo",
         "_legal",
         "_plain",
-        "_scores",
+        "_result",
         "count",
         "dealer",
         "discarder",
@@ -155,7 +156,7 @@ class Game:
         """Drop the caches derived from the position (after any change to it)."""
         self._legal: list[Action] | None = None
         self._fits_memo: tuple[list[Meld], int] | None = None
-        self._scores: list[int] | None = None  # the final hand scores, once the hand is over
+        self._result: HandResult | None = None  # how the hand ended, once it is over
 
     # --- construction ---------------------------------------------------------------------
 
@@ -232,6 +233,44 @@ class Game:
             seed=self.seed,
             discarder=self.discarder,
         )
+
+    def seat_view(self, seat: int) -> SeatView:
+        """What `seat` knows of this position: the engine's information state (see
+        `seat_view.SeatView`). Nothing hidden from that seat enters it."""
+        n = self.rules.players
+        if type(seat) is not int or not 0 <= seat < n:
+            raise ValueError(f"seat must be a player 0..{n - 1}, got {seat!r}")
+        return SeatView(
+            rules=self.rules,
+            seat=seat,
+            dealer=self.dealer,
+            turn=self.turn,
+            phase=self.phase,
+            hand=tuple(self.hand(seat)),
+            pile=tuple(self.pile),
+            melds=tuple(self.melds),
+            known=tuple(tuple(self.known(q)) for q in range(n)),
+            hand_sizes=tuple(self.count),
+            stock_size=len(self.stock),
+            totals=tuple(self.totals_before),
+            taken_top=self.taken_top,
+            must_play=self.must_play,
+            discarder=self.discarder,
+            turns=self.turns,
+            hands_played=self.hands_played,
+            result=self.result() if self.is_hand_over else None,
+        )
+
+    @classmethod
+    def from_seat_view(cls, view: SeatView, seed: int | random.Random, check: bool = True) -> Game:
+        """A playable game that `view`'s seat cannot tell from the real one: the hidden cards
+        dealt again at random (`SeatView.sample_position`), seeded by `seed` (an int, or a
+        `random.Random` to draw from). With `check`, the position passes every check
+        `from_dict` makes (`InvalidPositionError` lists the problems); search over views the
+        engine made may skip it."""
+        rng = seed if isinstance(seed, random.Random) else random.Random(seed)
+        position = view.sample_position(rng, rng.getrandbits(63))
+        return cls._build(positions.check(position) if check else position)
 
     def to_dict(self) -> dict[str, Any]:
         """The position as a JSON-compatible dict (docs/rules.md §7); `from_dict` restores it."""
@@ -323,23 +362,38 @@ class Game:
         """Per player: table value of the cards they put down − value of their hand
         (docs/rules.md §1 scoring), read from the table as it is now; final once the hand is
         over."""
-        if self._scores is not None:
-            return self._scores[:]
+        if self.is_hand_over:
+            return list(self.result().scores)
         n = self.rules.players
-        scores = hand_scores(self.rules, self.melds, [self.hand(p) for p in range(n)])
-        if self.is_hand_over:  # nothing moves until the next deal
-            self._scores = scores[:]
-        return scores
+        return hand_scores(self.rules, self.melds, [self.hand(p) for p in range(n)])
 
     def table_points(self) -> list[int]:
         """Per player: the value of the cards they have on the table now."""
         return table_points(self.rules, self.melds)
 
+    def result(self) -> HandResult:
+        """How the hand ended (scores, who went out, totals, winner): the engine's one
+        end-of-hand result. Only once the hand is over (`IllegalActionError` before)."""
+        if self._result is None:
+            if not self.is_hand_over:
+                raise IllegalActionError(
+                    f"the hand is not over (phase {self.phase!r}): there is no result yet"
+                )
+            n = self.rules.players
+            self._result = hand_result(
+                self.rules,
+                self.melds,
+                [self.hand(p) for p in range(n)],
+                self.totals_before,
+                self.hands_played,
+            )
+        return self._result
+
     @property
     def totals(self) -> list[int]:
         """Running totals; once the hand is over they include its scores."""
         if self.is_hand_over:
-            return [t + s for t, s in zip(self.totals_before, self.hand_scores(), strict=True)]
+            return list(self.result().totals)
         return self.totals_before[:]
 
     @property
@@ -350,9 +404,7 @@ class Game:
     @property
     def winner(self) -> int | None:
         """The winner once the game is over (None before, and for a draw at `hand_limit`)."""
-        if self.phase != "game_over":
-            return None
-        return game_winner(self.rules, self.totals, self.went_out, limit_reached=True)
+        return self.result().winner if self.phase == "game_over" else None
 
     @property
     def is_hand_over(self) -> bool:
@@ -362,10 +414,7 @@ class Game:
     @property
     def truncated(self) -> bool:
         """True when the game ended by `hand_limit` rather than by the target (§4)."""
-        return (
-            self.phase == "game_over"
-            and game_winner(self.rules, self.totals, self.went_out, limit_reached=False) is None
-        )
+        return self.phase == "game_over" and self.result().truncated
 
     @property
     def top_take_obligated(self) -> bool:
@@ -1032,11 +1081,9 @@ class Game:
         """Score the hand and decide whether the game is over (§1, §2, §4)."""
         self.taken_top = self.must_play = self.discarder = None
         self.hands_played += 1
-        limit = self.rules.hand_limit
-        limit_reached = limit is not None and self.hands_played >= limit
         self.phase = "hand_over"
-        totals = self.totals
-        if limit_reached or game_winner(self.rules, totals, self.went_out, False) is not None:
+        self._result = None
+        if self.result().game_over:
             self.phase = "game_over"
         self._legal = None
 

@@ -23,7 +23,7 @@ from rummy500_env.engine.cards import (
 from rummy500_env.engine.errors import InvalidPositionError, RulesError
 from rummy500_env.engine.melds import Meld, meld_from_cards, natural_start, place_str
 from rummy500_env.engine.rules import Rules
-from rummy500_env.engine.scoring import game_winner, hand_scores
+from rummy500_env.engine.scoring import HandResult, hand_result
 
 Phase = Literal["draw", "play", "call", "called", "hand_over", "game_over"]
 PHASES: tuple[Phase, ...] = get_args(Phase)
@@ -74,6 +74,13 @@ class Position:
 
     def known_cards(self, player: int) -> tuple[Card, ...]:
         return () if self.known is None else self.known[player]
+
+    def result(self) -> HandResult:
+        """The end-of-hand result of this position's table and hands (meaningful once the hand
+        is over: phase hand_over or game_over, `hands_played` counting the hand)."""
+        return hand_result(
+            self.rules, self.melds, self.hands, self.totals_before(), self.hands_played
+        )
 
     def totals_before(self) -> list[int]:
         return [0] * self.rules.players if self.totals is None else list(self.totals)
@@ -202,13 +209,7 @@ def _on_table_by(melds: tuple[Meld, ...], card: Card, player: int) -> bool:
 
 def _game_end_problems(p: Position) -> list[str]:
     """After a hand, the phase says whether these totals end the game (§1, §2, §4)."""
-    r = p.rules
-    scores = hand_scores(r, p.melds, p.hands)
-    totals = [t + s for t, s in zip(p.totals_before(), scores, strict=True)]
-    went_out = next((q for q in range(r.players) if not p.hands[q]), None)
-    over = game_winner(r, totals, went_out, limit_reached=False) is not None or (
-        r.hand_limit is not None and p.hands_played >= r.hand_limit
-    )
+    over = p.result().game_over
     if p.phase == "hand_over" and over:
         return ["these totals end the game: phase must be 'game_over', not 'hand_over'"]
     if p.phase == "game_over" and not over:

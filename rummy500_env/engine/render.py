@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from rummy500_env.engine.cards import card_str, cards_str
 from rummy500_env.engine.positions import Position
-from rummy500_env.engine.scoring import game_winner, hand_scores
 
 _STATUS = {
     "draw": "player {} to draw",
@@ -33,13 +32,11 @@ def render(position: Position, viewer: int | None = None) -> str:
         f"Rummy 500 - hand {p.hands_played + (0 if over else 1)}, "
         f"dealer {p.dealer}, turn {p.turns}: {status}"
     ]
-    scores = hand_scores(r, p.melds, p.hands)
-    totals = p.totals_before()
-    if over:
-        totals = [t + s for t, s in zip(totals, scores, strict=True)]
+    result = p.result()
+    scores = result.scores
+    totals = result.totals if over else tuple(p.totals_before())
     if p.phase == "game_over":
-        went_out = next((q for q in range(r.players) if not p.hands[q]), None)
-        w = game_winner(r, totals, went_out, limit_reached=True)
+        w = result.winner
         lines.append("winner: " + ("none (a draw)" if w is None else f"player {w}"))
     for q in range(r.players):
         mark = ">" if q == p.turn and not over else " "

@@ -19,7 +19,7 @@ from rummy500_env.engine.cards import JOKER, Card, card_str, rank_of, suit_of
 from rummy500_env.engine.melds import hand_values
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.positions import Position, to_dict
-from rummy500_env.engine.scoring import game_winner, hand_scores, table_points
+from rummy500_env.engine.scoring import table_points
 
 SUIT_PLACE = (0, 1, 3, 2)
 """Display order of the suits C, D, H, S: clubs, diamonds, spades, hearts, so colours alternate."""
@@ -108,23 +108,17 @@ def hand_result(p: Position) -> dict[str, Any]:
     """The end of a hand, per player: table points, the penalty of the cards left in hand,
     the hand score (table - penalty), the new totals; who went out; the winner if the game
     is over (docs/rules.md §1 scoring)."""
-    r = p.rules
+    r, result = p.rules, p.result()
     values = hand_values(r.scoring)
-    scores = hand_scores(r, p.melds, p.hands)
-    totals = [t + s for t, s in zip(p.totals_before(), scores, strict=True)]
-    went_out = next((q for q in range(r.players) if not p.hands[q]), None)
-    winner = None
-    if p.phase == "game_over":
-        winner = game_winner(r, totals, went_out, limit_reached=True)
     return {
         "table": table_points(r, p.melds),
         "penalty": [sum(values[c] for c in h) for h in p.hands],
-        "scores": scores,
+        "scores": list(result.scores),
         "totals_before": p.totals_before(),
-        "totals": totals,
-        "went_out": went_out,
-        "game_over": p.phase == "game_over",
-        "winner": winner,
+        "totals": list(result.totals),
+        "went_out": result.went_out,
+        "game_over": result.game_over,
+        "winner": result.winner,
     }
 
 

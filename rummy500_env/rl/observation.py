@@ -36,7 +36,7 @@ name                size         content
 ``progress``        2            turns / turn_limit, hands played / hand_limit (0 if unlimited)
 ==================  ===========  ==================================================================
 
-Size: 52 (D + 2n + 9) + 3n + 14, i.e. 748 for the standard game (n = 2, D = 1).
+Features: 52 (D + 2n + 9) + 3n + 14 floats, i.e. 748 for the standard game (n = 2, D = 1).
 
 With ``jokers=2`` (docs/rules.md §5) these slices follow; K = 2 D is the number of jokers in
 play, and joker counts are divided by it. A joker is never counted in the card features above
@@ -65,9 +65,32 @@ With ``rummy_calls=True`` (§5) these follow (after the joker slices if both):
 ``discarder``       n            one-hot: the seat whose discard opened the call window
 ==================  ===========  ==================================================================
 
-Jokers add 2 D + 2 n + 107 floats, calls n + 2: 865 for the standard game with both. Without
-them the layout is exactly the one above (`OBSERVATION_VERSION` unchanged), so a policy trained
-on it keeps working.
+Jokers add 2 D + 2 n + 107 floats, calls n + 2: 865 for the standard game with both.
+
+Everything above is the *feature* part (``features_size`` floats, the layout of version 2),
+what policies read. Version 3 appends an *exact* part that makes the observation a lossless
+record of the seat's information state (`seat_view` decodes it into the engine's `SeatView`,
+so bots driven through ``act(observation, action_mask)`` see exactly what the engine would
+hand them; nothing else reads it). A table place is a card id 0..51, or 52 + suit for an ace
+that sits above a king; a place's code is ``((meld × 4 + slot) × n + owner + 1) / (256 n)``
+with ``meld`` the meld's number on the table, ``slot`` the card's place in a set (0 in a run)
+and ``owner`` the seat that put it there:
+
+==================  ===========  ==================================================================
+``table_exact``     D × 56       each natural card on the table by place; row 0 the copy in the
+                                 lower-numbered meld
+``joker_exact``     K × 56       (jokers only) each joker on the table by the place it fills; one
+                                 row per joker, in table order
+``own_known``       52 (+1)      own cards the others know of (count / D; with jokers, then the
+                                 known jokers / K)
+``exact_state``     5 + 2 n      dealer seat / n, seat to act / n, turns / 4096, hands played /
+                                 4096, the hand is over (1 / 0), totals before this hand / target
+                                 (not clipped) per seat, this hand's scores / target once it is
+                                 over (0 before) per seat
+==================  ===========  ==================================================================
+
+The exact part adds 56 D + 2 n + 57 floats (+ 56 K + 1 with jokers): 865 for the standard game.
+A version-2 policy reads the first ``features_size`` floats and plays as before.
 The pile is given by place rather than as a depth × card matrix: the order is complete either
 way, and the places are 52 · D floats instead of 52 · (deck size − n), which makes policies
 several times smaller and faster to train, and a discard one write instead of a shifted block.
@@ -84,13 +107,21 @@ from typing import Any
 
 import numpy as np
 
-from rummy500_env.engine.cards import JOKER, multiset_cards
+from rummy500_env.engine.cards import JOKER, Card, make_card, multiset_cards, rank_of, suit_of
 from rummy500_env.engine.game import Game
-from rummy500_env.engine.melds import Meld, layoff_end, meld_value
+from rummy500_env.engine.melds import Meld, layoff_end, make_run, make_set, meld_value
+from rummy500_env.engine.positions import Phase
 from rummy500_env.engine.rules import Rules
+from rummy500_env.engine.scoring import result_of_scores
+from rummy500_env.engine.seat_view import SeatView
 
-OBSERVATION_VERSION = 2
-"""Bump on any change to the layout (exported policies record it)."""
+OBSERVATION_VERSION = 3
+"""Bump on any change to the layout (exported policies record it). Version 3 appended the
+exact part to version 2; the feature part is unchanged, so `FEATURE_VERSIONS` both read it."""
+FEATURE_VERSIONS = (2, 3)
+"""Observation versions whose feature part is today's: a policy recorded with either plays."""
+EXACT_CODE = 256
+"""Meld numbers × 4 set slots a table place's code can hold (36 melds at most: 108 cards)."""
 
 FloatArray = np.ndarray[Any, np.dtype[np.float32]]
 MeldPart = tuple[list[int], list[int], list[tuple[int, int]]]
@@ -139,15 +170,26 @@ class ObservationEncoder:
             ]
         if rules.rummy_calls:
             sizes += [("call_phase", 2), ("discarder", n)]
+        exact = [("table_exact", d * 56)]
+        if rules.jokers:
+            exact.append(("joker_exact", rules.joker_count * 56))
+        exact += [("own_known", 52 + (1 if rules.jokers else 0)), ("exact_state", 5 + 2 * n)]
         self.slices: dict[str, slice] = {}
         start = 0
         for name, size in sizes:
             self.slices[name] = slice(start, start + size)
             start += size
+        self.features_size = start
+        """Floats of the feature part (what policies read; the whole of version 2)."""
+        self.feature_slices = dict(self.slices)
+        """The feature part's slices (the exact part's are in `slices` too)."""
+        for name, size in exact:
+            self.slices[name] = slice(start, start + size)
+            start += size
         self.size = start
         self.at = {k: v.start for k, v in self.slices.items()}
         """Where each slice starts."""
-        self.extras_at = self.at.get("hand_jokers", self.at.get("call_phase", self.size))
+        self.extras_at = self.at.get("hand_jokers", self.at.get("call_phase", self.features_size))
         """Where the slices of jokers and calls start (the size when the rules have none)."""
         self._places = [(i + 1) / rules.deck_size for i in range(rules.deck_size)]
         """The `pile_place` value of the card i places above the bottom."""
@@ -184,6 +226,8 @@ class ObservationEncoder:
             "layoff_fits": (3, 52),
             "known": (n - 1, 52),
             "table_jokers": (2, 52),
+            "table_exact": (self.decks, 56),
+            "joker_exact": (self.joker_count, 56),
         }
         return {k: obs[v].reshape(shapes.get(k, (-1,))) for k, v in self.slices.items()}
 
@@ -212,9 +256,160 @@ class ObservationEncoder:
                 obs[place if not obs[place] else place + 52] = self._places[i]
         points = self._put_table(obs, game.melds, observer)
         obs[self._scalar_index] = self._scalars(game, observer, points)
-        if self.extras_at < self.size:
+        if self.extras_at < self.features_size:
             self.put_jokers_and_calls(obs, game, observer)
+        self.put_exact(obs, game, observer)
         return obs
+
+    def put_exact(self, obs: FloatArray, game: Game, observer: int) -> None:
+        """Write the exact part (module docstring) into `obs`, where it is all zero."""
+        n, at, r = self.players, self.at, self.rules
+        scale = 1.0 / (EXACT_CODE * n)
+        natural, wild = at["table_exact"], at.get("joker_exact", 0)
+        for i, m in enumerate(game.melds):
+            high_ace = m.is_run and m.hi == 14
+            for slot, (c, owner) in enumerate(zip(m.cards, m.owners, strict=True)):
+                place = 52 + suit_of(c) if high_ace and rank_of(c) == 0 else c
+                code = (
+                    (i * 4 + (0 if m.is_run else slot)) * n + (owner - observer) % n + 1
+                ) * scale
+                row = wild if m.jokers >> c & 1 else natural
+                while obs[row + place]:  # a second copy, or another joker there
+                    row += 56
+                obs[row + place] = code
+        counted = [
+            at["own_known"] + c
+            for c in multiset_cards(game.known_one[observer], game.known_two[observer])
+        ]
+        np.add.at(obs, counted, self.inv_decks)
+        if r.jokers:
+            obs[at["own_known"] + 52] = game.known_jk[observer] / self.joker_count
+        i = at["exact_state"]
+        over = game.is_hand_over
+        obs[i : i + 5] = [
+            (game.dealer - observer) % n / n,
+            (game.turn - observer) % n / n,
+            game.turns / 4096,
+            game.hands_played / 4096,
+            float(over),
+        ]
+        order = self._seat_order[observer]
+        obs[i + 5 : i + 5 + n] = [game.totals_before[p] / r.target for p in order]
+        if over:
+            scores = game.hand_scores()
+            obs[i + 5 + n : i + 5 + 2 * n] = [scores[p] / r.target for p in order]
+
+    def seat_view(self, observation: np.ndarray[Any, Any]) -> SeatView:
+        """The information state an observation records (`SeatView`), in the observation's
+        frame: the observer is seat 0. Exact for every rule system (the exact part, module
+        docstring). Raises `ValueError` for a vector of the wrong size."""
+        obs = np.asarray(observation, dtype=np.float32)
+        if obs.shape != (self.size,):
+            raise ValueError(
+                f"an observation of these rules has shape ({self.size},), got {obs.shape}: "
+                "is it the 'observation' entry of the env's dict, for the same rules?"
+            )
+        r, n, d, k = self.rules, self.players, self.decks, self.joker_count
+        v = self.views(obs)
+
+        def counted(row: np.ndarray[Any, Any], copies: int) -> list[int]:
+            counts = np.rint(row * copies).astype(int)
+            return [int(c) for c in np.flatnonzero(counts) for _ in range(counts[c])]
+
+        # the pile, bottom first: natural cards and jokers by their places
+        places = [(float(x), int(i) % 52) for i, x in enumerate(v["pile_place"].ravel()) if x]
+        if k:
+            places += [(float(x), JOKER) for x in v["pile_jokers"][1:] if x]
+        pile = tuple(c for _, c in sorted(places))
+        state = v["exact_state"]
+        over = bool(state[4])
+        totals = tuple(round(float(x) * r.target) for x in state[5 : 5 + n])
+        hand = counted(v["hand"], d) + [JOKER] * (round(float(v["hand_jokers"][0]) * k) if k else 0)
+        known = [
+            tuple(
+                counted(v["own_known"][:52], d)
+                + [JOKER] * (round(float(v["own_known"][52]) * k) if k else 0)
+            )
+        ]
+        for s in range(1, n):
+            jokers = round(float(v["known_jokers"][s - 1]) * k) if k else 0
+            known.append(tuple(counted(v["known"][s - 1], d) + [JOKER] * jokers))
+        hand_sizes = tuple(round(float(x) * 52) for x in v["hand_sizes"])
+        phase: Phase = "draw" if v["phase"][0] else "play" if v["phase"][1] else "hand_over"
+        discarder = None
+        if r.rummy_calls:
+            if v["call_phase"].any():
+                phase = "call" if v["call_phase"][0] else "called"
+            if v["discarder"].any():
+                discarder = int(np.flatnonzero(v["discarder"])[0])
+        must = [int(c) for c in np.flatnonzero(v["must_play"])]
+        taken = [int(c) for c in np.flatnonzero(v["no_discard"])]
+        if k:
+            must += [JOKER] * int(v["joker_flags"][0])
+            taken += [JOKER] * int(v["joker_flags"][1])
+        hands_played = round(float(state[3]) * 4096)
+        result = None
+        if over:
+            scores = [round(float(x) * r.target) for x in state[5 + n : 5 + 2 * n]]
+            went_out = next((s for s in range(n) if hand_sizes[s] == 0), None)
+            result = result_of_scores(r, scores, totals, went_out, hands_played)
+            phase = "game_over" if result.game_over else "hand_over"
+        return SeatView(
+            rules=r,
+            seat=0,
+            dealer=round(float(state[0]) * n),
+            turn=round(float(state[1]) * n),
+            phase=phase,
+            hand=tuple(hand),
+            pile=pile,
+            melds=self._melds(v),
+            known=tuple(known),
+            hand_sizes=hand_sizes,
+            stock_size=round(float(v["stock_pile"][0]) * r.deck_size),
+            totals=totals,
+            taken_top=taken[0] if taken else None,
+            must_play=must[0] if must else None,
+            discarder=discarder,
+            turns=round(float(state[2]) * 4096),
+            hands_played=hands_played,
+            result=result,
+        )
+
+    def _melds(self, v: dict[str, FloatArray]) -> tuple[Meld, ...]:
+        """The table of the exact part: each place's meld, slot and owner, and whether a joker
+        fills it, gathered into the engine's melds."""
+        n = self.players
+        places: dict[int, list[tuple[int, Card, int, bool, bool]]] = {}
+        blocks = [(v["table_exact"], False)]
+        if self.joker_count:
+            blocks.append((v["joker_exact"], True))
+        for block, joker in blocks:
+            for row in block:
+                for place in np.flatnonzero(row):
+                    code = round(float(row[place]) * EXACT_CODE * n) - 1
+                    meld, owner = divmod(code, n)
+                    card = int(place) if place < 52 else make_card(0, int(place) - 52)
+                    part = (meld % 4, card, owner, joker, bool(place >= 52))
+                    places.setdefault(meld // 4, []).append(part)
+        melds = []
+        for i in range(len(places)):
+            if i not in places:
+                raise ValueError(f"the observation's table skips meld #{i}: not an observation")
+            parts = places[i]
+            jokers = 0
+            for _, c, _, joker, _ in parts:
+                jokers |= joker << c
+            if len({rank_of(p[1]) for p in parts}) == 1:  # a set, its cards by slot
+                parts.sort()
+                cards = tuple(p[1] for p in parts)
+                owners = tuple(p[2] for p in parts)
+                melds.append(make_set(rank_of(cards[0]), cards, owners, jokers))
+                continue
+            # a run, low to high: an ace is high where its place says so
+            ords = sorted((14 if high else rank_of(c) + 1, o) for _, c, o, _, high in parts)
+            owners = tuple(o for _, o in ords)
+            melds.append(make_run(suit_of(parts[0][1]), ords[0][0], ords[-1][0], owners, jokers))
+        return tuple(melds)
 
     def put_jokers_and_calls(self, obs: FloatArray, game: Game, observer: int) -> None:
         """Write the slices of jokers and calls (module docstring) into `obs`, where they are

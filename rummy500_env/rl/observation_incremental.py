@@ -58,7 +58,7 @@ class IncrementalEncoder(ObservationEncoder):
         self._last: list[_Last | None] = [None] * self.players
         self._table = _Table(self)
         self._meld_parts: dict[tuple[Meld, int], MeldPart] = {}
-        self._wild = self.extras_at < self.size
+        self._wild = self.extras_at < self.features_size
         """The rules have jokers or calls (docs/rules.md §5): their slices are rewritten."""
         self._pile_update = self._rewrite_pile if self.joker_count else self._update_pile
         """How the pile's card features follow the pile: with jokers, rewritten whole."""
@@ -102,9 +102,11 @@ class IncrementalEncoder(ObservationEncoder):
                 mv[i] = 1.0
             last.extras = extras
         self._update_scalars(last, game)
-        if self._wild:  # jokers and calls (docs/rules.md §5): small slices, rewritten
-            last.obs[self.extras_at :] = 0.0
+        # jokers and calls (docs/rules.md §5), then the exact part: small slices, rewritten
+        last.obs[self.extras_at :] = 0.0
+        if self._wild:
             self.put_jokers_and_calls(last.obs, game, observer)
+        self.put_exact(last.obs, game, observer)
         return last.obs.copy()
 
     def _update_cards(self, last: _Last, game: Game) -> None:

@@ -2,7 +2,9 @@
 
     python tests/golden/record.py          # rewrite tests/golden/games.json, on purpose
 
-Each transcript holds, per step, the action taken and short digests of the observation and the
+Each transcript holds, per step, the action taken and short digests of the observation's
+feature part (the layout of observation version 2, unchanged since; the exact part version 3
+appended is checked against the engine's `SeatView` by tests/test_observation_exact.py) and the
 mask, the rewards, and the hand scores whenever a hand ends; and, for the engine alone, the
 legal actions in notation. `tests/test_golden.py` replays them and compares, so a refactor that
 changes any behaviour of the engine or the env is caught.
@@ -44,6 +46,7 @@ def env_transcript(preset: str, fields: dict[str, Any], episode: str, seed: int)
     rules = Rules.preset(preset, **fields)
     env = rummy500_env.raw_env(rules=rules, episode=episode)
     env.reset(seed=seed)
+    features = env.encoder.features_size
     rng = random.Random(seed)
     steps: list[list[Any]] = []
     for _ in range(1500):
@@ -56,9 +59,9 @@ def env_transcript(preset: str, fields: dict[str, Any], episode: str, seed: int)
         other = env.possible_agents[(env.agent_name_mapping[agent] + 1) % rules.players]
         step: list[Any] = [
             action,
-            digest(obs["observation"].tobytes()),
+            digest(obs["observation"][:features].tobytes()),
             digest(obs["action_mask"].tobytes()),
-            digest(env.observe(other)["observation"].tobytes()),
+            digest(env.observe(other)["observation"][:features].tobytes()),
         ]
         env.step(action)
         step.append([round(float(env.rewards[a]), 6) for a in env.possible_agents])
