@@ -13,8 +13,8 @@ import os
 from hypothesis import HealthCheck, settings
 
 _COMMON = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
-settings.register_profile("dev", max_examples=150, **_COMMON)
-settings.register_profile("ci", max_examples=150, derandomize=True, database=None, **_COMMON)
+settings.register_profile("dev", max_examples=600, **_COMMON)
+settings.register_profile("ci", max_examples=600, derandomize=True, database=None, **_COMMON)
 settings.register_profile("long", max_examples=5000, **_COMMON)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")

@@ -24,7 +24,9 @@ from tests.reference import model
 from tests.reference.model import JK, NATURALS, Place
 
 IN_PLAY = ("draw", "play", "call", "called")
-PHASES = (*IN_PLAY, "over")
+MOVES = ("draw", "play", "play", "play", "call", "called")
+"""Phases to apply actions in, the play phase (where turns end) weighted."""
+PHASES = ("draw", "play", "play", "call", "called", "over")
 """Phases a position can be built in; "over" is hand_over or game_over, as its totals say."""
 
 
@@ -32,26 +34,30 @@ def _ordinal_card(suit: int, ordinal: int) -> int:
     return suit * 13 + (0 if ordinal == 14 else ordinal - 1)
 
 
-def _three_card_melds() -> list[tuple[int, int, int]]:
+def _three_card_melds() -> list[tuple[int, ...]]:
     sets = [
         tuple(r + 13 * s for s in range(4) if s != missing)
         for r in range(13)
         for missing in range(4)
     ]
     runs = [
-        tuple(_ordinal_card(s, o) for o in range(lo, lo + 3)) for s in range(4) for lo in (1, 12)
-    ]
-    runs += [
         tuple(_ordinal_card(s, o) for o in range(lo, lo + 3))
         for s in range(4)
         for lo in range(1, 13)
     ]
-    return [(a, b, c) for a, b, c in sets + runs]
+    edges = [
+        tuple(_ordinal_card(s, o) for o in range(lo, lo + 3)) for s in range(4) for lo in (1, 12)
+    ]
+    wraps = [(s * 13 + 12, s * 13, s * 13 + 1) for s in range(4)]  # K-A-2: never a run
+    across = [
+        (s * 13 + 11, s * 13 + 12, s * 13 + 13) for s in range(3)
+    ]  # Q-K of one suit, A of the next
+    return sets + runs + 3 * edges + wraps + across
 
 
 THREES = _three_card_melds()
-"""Every three-card meld (A-2-3 and Q-K-A of each suit listed twice: the edges are where
-run bugs live)."""
+"""Three-card melds to plant: every one, the run edges A-2-3 and Q-K-A four times, and the
+near misses K-A-2 and Q-K-A across two suits (docs/rules.md §1 "Melds": no run wraps)."""
 
 
 @st.composite
@@ -68,7 +74,7 @@ def rules_and_field(draw: st.DrawFn, calls: bool | None = None) -> tuple[Any, Ru
     for key, values in (
         ("scoring", ("pip", "fives")),
         ("stock_out", ("pile_only", "ends_hand", "pile_must_use")),
-        ("jokers", (0, 0, 2)),
+        ("jokers", (0, 2)),
         ("rummy_calls", (False, False, True) if calls is None else (calls,)),
         ("discard_to_go_out", (False, False, False, True)),
         ("top_card_must_meld", (False, False, False, True)),
@@ -110,7 +116,7 @@ class _Builder:
             r = rnd.randrange(13)
             cards = [r + 13 * s for s in rnd.sample(range(4), rnd.choice((3, 3, 4)))]
         else:
-            length = rnd.choice((3, 3, 4, 5, 6, 8, 12, 13, 13))
+            length = rnd.choice((3, 3, 4, 5, 6, 12, 13, 13, 13))
             lo = rnd.randint(1, 15 - length)
             s = rnd.randrange(4)
             cards = [_ordinal_card(s, o) for o in range(lo, lo + length)]
@@ -134,24 +140,38 @@ class _Builder:
         rnd = self.rnd
         hand: list[int] = []
         for_pile: list[int] = []
-        for _ in range(rnd.choice((0, 1, 2, 2, 3))):
+        for _ in range(rnd.choice((0, 1, 2, 2, 3, 4))):
             three = list(rnd.choice(THREES))
             rnd.shuffle(three)
-            keep = rnd.choice((2, 2, 3))
+            keep = rnd.choice((2, 3, 3))
             hand += [c for c in three[:keep] if self.grab(c)]
             if keep == 2 and rnd.random() < 0.7 and self.grab(three[2]):
                 for_pile.append(three[2])
-        fitting = [x for m in melds for x in NATURALS if model.fits(m, x)]
-        for x in rnd.sample(fitting, min(len(fitting), rnd.choice((0, 1, 2)))):
+        near = [x for m in melds for x in _near(m)]
+        for x in rnd.sample(near, min(len(near), rnd.choice((0, 1, 2, 3)))):
             if self.grab(x):
                 (hand if rnd.random() < 0.6 else for_pile).append(x)
-        if self.rules.jokers and rnd.random() < 0.4 and self.grab(JK):
+        if self.rules.jokers and rnd.random() < 0.75 and self.grab(JK):
             hand.append(JK)
         extra = hand[size:]
         hand = hand[:size]
         self.pool += extra
         hand += self.some(size - len(hand))
         return hand, for_pile
+
+
+def _near(meld: list[Place]) -> list[int]:
+    """Cards that fit a meld, and those that would if it were not full: the ranks of a set,
+    the cards beyond a run's ends (the other copy of a full run's ace, with two decks)."""
+    cards = model.stands_for(meld)
+    if not model.is_run(meld):
+        return [model.rank(cards[0]) + 13 * s for s in range(4)]
+    s = model.suit(cards[0])
+    return [c for c in (s * 13 + o % 13 for o in range(13)) if model.fits(meld, c)] + [
+        s * 13,  # the ace, either end
+        s * 13 + (model.rank(cards[0]) - 1) % 13,
+        s * 13 + (model.rank(cards[-1]) + 1) % 13,
+    ]
 
 
 @st.composite
@@ -176,7 +196,7 @@ def positions(draw: st.DrawFn, phases: tuple[str, ...] = PHASES) -> dict[str, An
     pile = b.some(draw(st.integers(0, min(12, len(b.pool) // 3))))
     for c in for_pile:
         pile.insert(rnd.randint(0, len(pile)), c)
-    stock_size = draw(st.sampled_from((0, 1, 2, 5, None)))
+    stock_size = draw(st.sampled_from((0, 1, 1, 2, 5, None)))
     needs_stock = phase in ("draw", "call", "called") and rules.stock_out == "ends_hand"
     if needs_stock and stock_size == 0:
         stock_size = 1  # docs/rules.md §2 ends_hand: no turn starts on an empty stock
