@@ -125,7 +125,7 @@ def test_policy_act_batch_equals_act_row_by_row():
     obs, masks = games.reset()
     batch = policy.act_batch(obs, masks)
     assert batch.tolist() == [policy.act(o, m) for o, m in zip(obs, masks, strict=True)]
-    with pytest.raises(PolicyInputError, match=r"observations of shape \(k, 748\)"):
+    with pytest.raises(PolicyInputError, match=r"observations of shape \(k, 865\)"):
         policy.act_batch(obs[:, :10], masks)
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from rummy500_env.agents.greedy import GreedyAgent, callers
+from rummy500_env.agents.greedy import GreedyAgent, callers, joker_of, template
 from rummy500_env.agents.heuristics import (
     TEMPLATE_MELDS,
     neighbours,
@@ -12,9 +13,10 @@ from rummy500_env.agents.heuristics import (
     start_value,
     template_value,
 )
-from rummy500_env.agents.view import Decoded, View
-from rummy500_env.engine.cards import JOKER
+from rummy500_env.engine.cards import JOKER, Card
+from rummy500_env.engine.notation import Action
 from rummy500_env.engine.rules import Rules
+from rummy500_env.engine.seat_view import SeatView
 
 JOKER_PROSPECT = 10.0
 """What a joker kept in hand is worth towards melds (`ExpertAgent.prospect`): it fits any."""
@@ -55,47 +57,49 @@ class ExpertAgent(GreedyAgent):
         self.dig_liability, self.prospect_weight = dig_liability, prospect_weight
         self.danger_weight, self.hold_back_melds = danger_weight, hold_back_melds
         self.call_risk = call_risk if self.calls else 0.0
-        r = self.decoder.rules
+        r = self.rules
         self.initial_stock = max(1, r.deck_size - r.players * r.cards_per_hand - 1)
 
     # --- the clock ----------------------------------------------------------------------
 
-    def urgency(self, view: View) -> float:
+    def urgency(self, view: SeatView) -> float:
         """How much a card left in hand hurts now: 1 early, up to 3 late or when an opponent
         is about to go out."""
-        w = 1.0 + max(0.0, 1.0 - view.stock / self.initial_stock)
-        if min(view.hand_sizes[1:]) <= 2:
+        w = 1.0 + max(0.0, 1.0 - view.stock_size / self.initial_stock)
+        if min(view.hand_sizes[q] for q in view.opponents) <= 2:
             w += 1.0
         return w
 
     # --- draw -----------------------------------------------------------------------------
 
-    def pickup_value(self, view: View, a: Decoded, base: int) -> float:
+    def pickup_value(self, view: SeatView, a: Action, base: int) -> float:
         """Points put down now, minus the taken cards left over weighted by the urgency, plus
         their prospects; a top card is still only taken to be used at once."""
-        hand = view.full_hand + list(a.cards)
-        value, used = plan(hand, view.table_melds, self.scoring)
-        left = [c for c in a.cards if not used[c]]
-        liability = sum(view.values[c] for c in left) * self.urgency(view) * self.dig_liability
+        cards = self.taken(view, a)
+        hand = [*view.hand, *cards]
+        value, used = plan(hand, view.melds, self.scoring)
+        left = [c for c in cards if not used[c]]
+        liability = sum(self.values[c] for c in left) * self.urgency(view) * self.dig_liability
         prospects = self.prospect_weight * sum(self.prospect(c, hand, view) for c in left)
         net = value - base - liability + prospects
-        if a.kind == "take" and not used[a.cards[0]]:
+        if a.kind == "take" and not used[cards[0]]:
             net = min(net, 0.0)
         return net
 
     # --- play -----------------------------------------------------------------------------
 
-    def choose_play(self, view: View, legal: list[Decoded]) -> Decoded:
+    def choose_play(self, view: SeatView, legal: list[Action]) -> Action:
         w = self.urgency(view)
-        melds = [a for a in legal if a.kind == "meld" and a.joker < 0]
+        ids = {a: self.codec.encode(view, a) for a in legal}
+        melds = [a for a in legal if a.kind == "meld" and not a.jokers]
         if view.must_play is None and self.hold_back_melds:
             melds = [a for a in melds if not self.hold_back(view, a)]
         if melds:
             return max(melds, key=lambda a: self.meld_score(a, view))
-        wild = [a for a in legal if a.joker >= 0]  # a joker's meld or lay-off (§5)
-        if wild and not [a for a in legal if a.kind == "layoff" and a.joker < 0]:
-            return max(wild, key=lambda a: (a.kind == "meld", self.play_value(view, a), -a.id))
-        layoffs = [a for a in legal if a.kind == "layoff" and a.joker < 0]
+        wild = [a for a in legal if a.jokers]  # a joker's meld or lay-off (§5)
+        if wild and not [a for a in legal if a.kind == "layoff" and not a.jokers]:
+            return max(wild, key=lambda a: (a.kind == "meld", self.play_value(view, a), -ids[a]))
+        layoffs = [a for a in legal if a.kind == "layoff" and not a.jokers]
         if view.must_play is None and w < 1.5:
             # An ace laid off low scores 1 (or 5): less on the table than in hand. Early, keep
             # one that has better prospects.
@@ -103,62 +107,66 @@ class ExpertAgent(GreedyAgent):
                 a
                 for a in layoffs
                 if not (
-                    self.layoff_value(view, a) < view.values[a.cards[0]]
-                    and self.prospect(a.cards[0], view.hand, view) > 3
+                    self.layoff_value(view, a) < self.values[a.cards[0]]
+                    and self.prospect(a.cards[0], view.naturals, view) > 3
                 )
             ]
         if layoffs:
             return max(layoffs, key=lambda a: self.layoff_value(view, a))
         if wild:
-            return max(wild, key=lambda a: (a.kind == "meld", self.play_value(view, a), -a.id))
+            return max(wild, key=lambda a: (a.kind == "meld", self.play_value(view, a), -ids[a]))
         done = next((a for a in legal if a.kind == "done"), None)
         discards = [a for a in legal if a.kind == "discard" and a.cards[0] != JOKER]
         if done is not None and not [a for a in legal if a.kind in ("meld", "layoff")]:
             return done
         if not discards:  # only held-back melds, kept aces or jokers are left: play them
-            return max(legal, key=lambda a: a.id)
+            return max(legal, key=lambda a: ids[a])
         return min(discards, key=lambda a: self.keep_score(a.cards[0], view, w))
 
-    def meld_score(self, a: Decoded, view: View) -> float:
+    def meld_score(self, a: Action, view: SeatView) -> float:
         """The meld's table value, less 10 for a run that scores its ace low: a high ace or an
         ace set is preferred when there is a choice."""
-        t = a.template
+        t = template(a)
         m = TEMPLATE_MELDS[t]
-        return start_value(t, a.joker, self.scoring) - (10 if m.is_run and m.lo == 1 else 0)
+        return start_value(t, joker_of(a), self.scoring) - (10 if m.is_run and m.lo == 1 else 0)
 
-    def hold_back(self, view: View, a: Decoded) -> bool:
+    def hold_back(self, view: SeatView, a: Action) -> bool:
         """Keep a cheap run in hand while the stock is long if laying it down would give a
         known opponent card a place to go."""
-        t = a.template
+        t = template(a)
         m = TEMPLATE_MELDS[t]
-        if not m.is_run or view.stock < 0.6 * self.initial_stock or min(view.hand_sizes[1:]) < 5:
+        if not m.is_run or view.stock_size < 0.6 * self.initial_stock:
+            return False
+        if min(view.hand_sizes[q] for q in view.opponents) < 5:
             return False
         if template_value(t, self.scoring) >= 15:
             return False
-        known = {c for k in view.known for c in k}
+        known = {c for q in view.opponents for c in view.known[q]}
         return any(c in known for c in m.fits)  # the cards the new run would take
 
     # --- discard ----------------------------------------------------------------------------
 
-    def keep_score(self, card: int, view: View, w: float) -> float:
+    def keep_score(self, card: int, view: SeatView, w: float) -> float:
         """What keeping `card` is worth (discard the lowest): its prospects, minus its weight
         in hand, plus the harm of handing it to an opponent."""
         if card == JOKER:  # kept while any other card can go (docs/rules.md §5)
             return 1e6
-        value = view.values[card]
-        score = self.prospect_weight * self.prospect(card, view.hand, view) - value * w
+        value = self.values[card]
+        score = self.prospect_weight * self.prospect(card, view.naturals, view) - value * w
         score += self.danger_weight * self.danger(card, view)
-        if card == view.no_discard:
+        if card == view.taken_top:
             score += 1000.0
         return score
 
-    def prospect(self, card: int, hand: list[int], view: View) -> float:
+    def prospect(self, card: int, hand: Sequence[Card], view: SeatView) -> float:
         """Expected worth of `card` towards melds: for each meld it could join, the meld's
         value times a chance that grows with the live outs (a joker: `JOKER_PROSPECT`)."""
         if card == JOKER:
             return JOKER_PROSPECT
+        values = self.values
         held = set(hand)
-        dead = set(view.table_cards) | {c for k in view.known for c in k}
+        dead = {c for m in view.melds for c in m.cards if not m.jokers >> c & 1}
+        dead |= {c for q in view.opponents for c in view.known[q]}
         pile = set(view.pile)
         total = 0.0
         for a, b in neighbours(card):
@@ -169,28 +177,28 @@ class ExpertAgent(GreedyAgent):
             if any(c in dead and c not in held for c in missing):
                 continue
             chance = 1.0 if not missing else (0.35 if missing[0] in pile else 0.2)
-            total += chance * (view.values[a] + view.values[b] + view.values[card]) / 3
+            total += chance * (values[a] + values[b] + values[card]) / 3
         return total
 
-    def danger(self, card: int, view: View) -> float:
+    def danger(self, card: int, view: SeatView) -> float:
         """Harm of discarding `card`: it fits a table meld, or completes or builds a meld with
         cards an opponent is known to hold; with calls, any pair an opponent may hold lets it
         call the card (docs/rules.md §5)."""
-        harm = 0.0
+        harm, values = 0.0, self.values
         if self.call_risk:
-            could_hold = set(view.unseen()) | {c for k in view.known for c in k}
-            harm += self.call_risk * callers(card, could_hold) * view.values[card]
-        if any(card in f for f in view.fits):
-            harm += 1.5 * view.values[card] + 5
-        for known in view.known:
+            could_hold = set(view.unseen()) | {c for q in view.opponents for c in view.known[q]}
+            harm += self.call_risk * callers(card, could_hold) * values[card]
+        if any(card in m.fits for m in view.melds):
+            harm += 1.5 * values[card] + 5
+        for known in (view.known[q] for q in view.opponents):
             ks = set(known)
             if not ks:
                 continue
             for a, b in neighbours(card):
                 if a in ks and b in ks:
-                    harm += view.values[a] + view.values[b] + view.values[card] + 10
+                    harm += values[a] + values[b] + values[card] + 10
                 elif a in ks or b in ks:
-                    harm += 0.25 * view.values[card]
+                    harm += 0.25 * values[card]
         return harm
 
     def __repr__(self) -> str:

@@ -24,7 +24,6 @@ from rummy500_env.engine.melds import (
     hand_values,
     joker_templates_in,
     lay_off,
-    layoff_end,
     meld_from_cards,
     meld_templates_in,
     meld_value,
@@ -83,17 +82,6 @@ def laid_value(meld: Meld, card: Card, scoring: str) -> int:
     run's 2 scores low, above its king high."""
     after = lay_off(meld, card, 0)
     return meld_value(after, scoring)[after.cards.index(card)]
-
-
-def layoff_value(table: Sequence[Meld], card: Card, end: int, scoring: str) -> int:
-    """Table value of laying `card` off at `end` (`SET`, `RUN_LOW`, `RUN_HIGH`) on the first
-    meld of `table` that takes it there, as the action codec picks it. A card no meld takes
-    there (a table the view could not rebuild exactly) counts its face value. A joker laid off
-    is worth 15 whatever it stands for: see `JOKER_VALUE`."""
-    for m in table:
-        if card in m.fits and layoff_end(m, card) == end:
-            return laid_value(m, card, scoring)
-    return face_values(scoring)[card]
 
 
 def plan(hand: Iterable[Card], table: Sequence[Meld], scoring: str) -> tuple[int, Counter[Card]]:

@@ -50,7 +50,10 @@ class FeatureMLP(nn.Sequential):
         self.in_features = in_features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return super().forward(x[..., : self.in_features])
+        x = x[..., : self.in_features]
+        for layer in self:
+            x = layer(x)
+        return x
 
 
 def mlp(obs_size: int, net_arch: list[int], out_size: int, activation: str) -> FeatureMLP:

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from rummy500_env.agents.expert import ExpertAgent
-from rummy500_env.agents.view import Decoded, View
+from rummy500_env.agents.greedy import Bot
 from rummy500_env.engine.cards import JOKER
-from rummy500_env.engine.errors import IllegalActionError, InvalidPositionError
+from rummy500_env.engine.errors import InvalidPositionError
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.melds import (
     hand_values,
@@ -32,12 +31,12 @@ from rummy500_env.engine.melds import (
     starts_a_meld,
     starts_with_a_joker,
 )
-from rummy500_env.engine.notation import Action
-from rummy500_env.engine.positions import Position
+from rummy500_env.engine.notation import Action, pile_depth
 from rummy500_env.engine.rules import Rules
+from rummy500_env.engine.seat_view import SeatView
 
 
-class SearchAgent:
+class SearchAgent(Bot):
     """Determinized Monte-Carlo search (see the module docstring).
 
     Args:
@@ -56,28 +55,28 @@ class SearchAgent:
         candidates: int = 5,
         seed: int | None = None,
     ) -> None:
-        self.prior = ExpertAgent(rules)
-        self.rules = self.prior.decoder.rules
+        super().__init__(rules)
+        self.prior = ExpertAgent(self.rules)
         if rollouts is None and ms is None:
             ms = 50.0
         self.ms, self.rollouts, self.candidates = ms, rollouts, candidates
         self.rng = random.Random(seed)
         self.values = hand_values(self.rules.scoring)
+        self.last_worlds = 0
+        """Worlds sampled and played out for the last decision (for benchmarks)."""
 
-    def act(self, observation: np.ndarray[Any, Any], action_mask: np.ndarray[Any, Any]) -> int:
+    def decide(self, view: SeatView, legal: Sequence[Action]) -> Action:
         start = time.perf_counter()
-        view = self.prior.decoder.view(observation)
-        legal = self.prior.decoder.legal(view, action_mask)
-        if not legal:
-            raise ValueError("the action mask has no legal action: is this agent to act?")
-        favourite = self.prior.act(observation, action_mask)
-        cands = self._candidates(view, legal, favourite)
+        ordered = self.ordered(view, legal)
+        favourite = self.prior.decide(view, ordered)
+        cands = self._candidates(view, ordered, favourite)
+        self.last_worlds = 0
         if len(cands) == 1:
-            return cands[0].id
+            return cands[0]
         totals = [0.0] * len(cands)
         worlds = 0
-        # Stop when the next world would end past 95% of the budget: the rest of `act` (the
-        # view, the expert's pick, the final choice) must fit too.
+        # Stop when the next world would end past 95% of the budget: the rest of the
+        # decision (the expert's pick, the final choice) must fit too.
         deadline = None if self.ms is None else start + 0.95 * self.ms / 1000
         budget = self.rollouts if self.rollouts is not None else 10_000
         for _attempt in range(3 * budget):
@@ -92,15 +91,15 @@ class SearchAgent:
             now = time.perf_counter()
             if deadline is not None and now + 1.5 * (now - world_start) >= deadline:
                 break  # the next world would not finish inside the budget
+        self.last_worlds = worlds
         if worlds == 0:
             return favourite
-        best = max(range(len(cands)), key=lambda k: (totals[k], cands[k].id == favourite))
-        return cands[best].id
+        best = max(range(len(cands)), key=lambda k: (totals[k], cands[k] == favourite))
+        return cands[best]
 
-    def _evaluate_world(self, view: View, cands: list[Decoded]) -> list[float] | None:
+    def _evaluate_world(self, view: SeatView, cands: list[Action]) -> list[float] | None:
         """Sample one world and play every candidate out in it with the same rollout seed;
-        None when the view admits no world or a candidate does not apply in it (a two-deck
-        table the view cannot pin down)."""
+        None when the view admits no world."""
         game = self.sample_world(view)
         if game is None:
             return None
@@ -108,80 +107,44 @@ class SearchAgent:
         outcome = []
         for a in cands:
             g = game.copy()
-            try:
-                g.play_unchecked(self.prior.decoder.codec.decode(g, a.id))
-            except IllegalActionError:
-                return None
-            outcome.append(self._rollout(g, random.Random(seed)))
+            g.play_unchecked(a)
+            outcome.append(self._rollout(g, random.Random(seed), view.seat))
         return outcome
 
     # --- candidates ------------------------------------------------------------------------
 
-    def _candidates(self, view: View, legal: list[Decoded], favourite: int) -> list[Decoded]:
+    def _candidates(self, view: SeatView, legal: list[Action], favourite: Action) -> list[Action]:
         """The expert's choice plus the next best of each kind, at most `candidates`."""
-        by_id = {a.id: a for a in legal}
-        out = [by_id[favourite]]
+        out = [favourite]
         if view.phase in ("draw", "call"):
-            rest = [a for a in legal if a.id != favourite]
-            rest.sort(key=lambda a: (a.kind not in ("draw", "pass"), a.depth))
+            rest = [a for a in legal if a != favourite]
+            depth = {a: pile_depth(view.pile, a) for a in rest}  # None: draw, decline, pass
+            rest.sort(key=lambda a: (a.kind not in ("draw", "pass"), _or_first(depth[a])))
         else:
             w = self.prior.urgency(view)
-            plays = [a for a in legal if a.kind in ("meld", "layoff", "done") and a.id != favourite]
-            discards = [a for a in legal if a.kind == "discard" and a.id != favourite]
+            plays = [a for a in legal if a.kind in ("meld", "layoff", "done") and a != favourite]
+            discards = [a for a in legal if a.kind == "discard" and a != favourite]
             discards.sort(key=lambda a: self.prior.keep_score(a.cards[0], view, w))
             rest = plays + discards
         return (out + rest)[: self.candidates]
 
     # --- sampling a world ------------------------------------------------------------------------
 
-    def sample_world(self, view: View) -> Game | None:
-        """A full position consistent with the view: hidden cards dealt at random, the table
-        rebuilt from its cards. None when the view admits no such position (the engine's
-        position check says why; with two decks the table cannot always be rebuilt)."""
+    def sample_world(self, view: SeatView) -> Game | None:
+        """A full position consistent with the view, the hidden cards dealt at random by the
+        engine's determinization (`Game.from_seat_view`); None when the view admits none."""
         if view.phase not in ("draw", "play", "call", "called"):
             return None
-        n = self.rules.players
-        unseen = view.unseen()
-        self.rng.shuffle(unseen)
-        hands = [tuple(view.full_hand)]
-        known = [
-            (*k, *[JOKER] * j) for k, j in zip(view.known, self._known_jokers(view), strict=True)
-        ]
-        for s in range(1, n):
-            need = view.hand_sizes[s] - len(known[s - 1])
-            if need < 0 or need > len(unseen):
-                return None
-            hands.append((*known[s - 1], *unseen[:need]))
-            unseen = unseen[need:]
-        if len(unseen) != view.stock:
-            return None
-        position = Position(
-            rules=self.rules,
-            hands=tuple(hands),
-            stock=tuple(unseen),
-            pile=tuple(view.pile[::-1]),
-            melds=view.table_melds,
-            known=((), *known),
-            dealer=n - 1,
-            phase=view.phase,  # type: ignore[arg-type]  # one of the four checked above
-            taken_top=view.no_discard,
-            must_play=view.must_play,
-            seed=self.rng.getrandbits(32),
-            discarder=view.discarder,
-        )
         try:
-            return Game.from_position(position)
+            return Game.from_seat_view(view, self.rng, check=False)
         except InvalidPositionError:
             return None
 
-    def _known_jokers(self, view: View) -> list[int]:
-        """Per opponent seat, the jokers it is known to hold (none without jokers)."""
-        return view.known_jokers or [0] * (self.rules.players - 1)
-
     # --- rollouts ------------------------------------------------------------------------------
 
-    def _rollout(self, g: Game, rng: random.Random) -> float:
-        """Finish the hand with fast policies; return seat 0's score minus the others' mean."""
+    def _rollout(self, g: Game, rng: random.Random, seat: int) -> float:
+        """Finish the hand with fast policies; return `seat`'s score minus the others'
+        mean."""
         values = self.values
         for _ in range(400):  # a rollout that runs long is scored where it stands
             if g.is_hand_over:
@@ -189,7 +152,7 @@ class SearchAgent:
             g.play_unchecked(_rollout_action(g, rng, values))
         scores = g.hand_scores()
         n = len(scores)
-        return scores[0] - (sum(scores) - scores[0]) / (n - 1)
+        return scores[seat] - (sum(scores) - scores[seat]) / (n - 1)
 
     def __repr__(self) -> str:
         budget = f"{self.rollouts} worlds" if self.rollouts is not None else f"{self.ms:g} ms"
@@ -237,3 +200,8 @@ def _completes(g: Game) -> bool:
     if any(top in m.fits for m in g.melds) or starts_a_meld(top, held):
         return True
     return g.jk[g.turn] > 0 and starts_with_a_joker(top, held)
+
+
+def _or_first(depth: int | None) -> int:
+    """A pile depth for sorting; no depth (draw, decline, pass) first."""
+    return -1 if depth is None else depth

@@ -70,6 +70,7 @@ from rummy500_env.engine.notation import (
     Action,
     joker_layoff_action,
     layoff_action,
+    pile_depth,
 )
 from rummy500_env.engine.positions import Phase, Position
 from rummy500_env.engine.render import render
@@ -269,7 +270,7 @@ class Game:
         `from_dict` makes (`InvalidPositionError` lists the problems); search over views the
         engine made may skip it."""
         rng = seed if isinstance(seed, random.Random) else random.Random(seed)
-        position = view.sample_position(rng, rng.getrandbits(63))
+        position = view.sample_position(rng)
         return cls._build(positions.check(position) if check else position)
 
     def to_dict(self) -> dict[str, Any]:
@@ -938,7 +939,8 @@ class Game:
     def _take_down_to(self, a: Action, first: int) -> None:
         """Take the pile down to the card a dig (`first` 1) or a call (`first` 0) names; that
         card is owed to the table (§1 dig, §5)."""
-        depth = next(d for d, _, copy in self._copies(a.cards[0], first) if copy == a.copy)
+        depth = pile_depth(self.pile, a)
+        assert depth is not None, "play_unchecked was given a take of a card not in the pile"
         i = len(self.pile) - 1 - depth
         taken = self.pile[i:]
         del self.pile[i:]

@@ -14,7 +14,7 @@ included; ``call 9D#2`` the next one down), ``pass``, ``done``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Literal, NamedTuple, get_args
 
 from rummy500_env.engine.cards import (
@@ -254,3 +254,33 @@ JOKER_TEMPLATE_ACTIONS: dict[tuple[int, int], Action] = {
 """The three-card starts with a joker, by (template, joker place)."""
 DISCARD_TABLES = byte_tables(DISCARD_ACTIONS.__getitem__, NUM_CARDS + 1)
 """The discard actions of a hand mask's cards (the joker's bit included), for `cards.gather`."""
+
+
+def pile_depth(pile: Sequence[Card], action: Action) -> int | None:
+    """How far below the top of `pile` (bottom first) the card a take (0), dig or call names
+    lies, or None where it is not (or `action` takes nothing from the pile). A dig counts
+    buried copies only (``dig 9D#2`` is the second buried 9D from the top), a call the top
+    card too (§1 dig, §5): the one place this copy ↔ depth arithmetic is written
+    (`pile_action` is its inverse)."""
+    if action.kind == "take":
+        return 0 if pile else None
+    if action.kind not in ("dig", "call"):
+        return None
+    card, k = action.cards[0], 0
+    for depth in range(1 if action.kind == "dig" else 0, len(pile)):
+        if pile[-1 - depth] == card:
+            k += 1
+            if k == action.copy:
+                return depth
+    return None
+
+
+def pile_action(pile: Sequence[Card], kind: str, depth: int) -> Action:
+    """The take (depth 0), dig or call (`kind`) of the card `depth` below the top of `pile`,
+    naming its copy as `pile_depth` counts it. `depth` must lie inside the pile."""
+    if kind == "dig" and depth == 0:
+        return TAKE
+    card = pile[-1 - depth]
+    first = len(pile) - 1 if kind == "call" else len(pile) - 2
+    copy = 1 + sum(1 for i in range(len(pile) - 1 - depth + 1, first + 1) if pile[i] == card)
+    return (CALL_ACTIONS if kind == "call" else DIG_ACTIONS)[card][copy - 1]

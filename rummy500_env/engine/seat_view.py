@@ -147,11 +147,11 @@ class SeatView:
             result=result,
         )
 
-    def sample_position(self, rng: random.Random, seed: int = 0) -> Position:
+    def sample_position(self, rng: random.Random) -> Position:
         """A full position this seat cannot tell from the real one: the unseen cards (hidden
         jokers too) shuffled by `rng` and dealt to the other hands, each keeping the cards it
-        is known to hold and getting its size, and the rest to the stock in random order.
-        `seed` becomes the position's game seed (it deals the hands after this one).
+        is known to hold and getting its size, and the rest to the stock in random order; the
+        position's game seed (it deals the hands after this one) is drawn from `rng` too.
 
         Raises `InvalidPositionError` when the sizes cannot be met (a view that is not one of
         a real position)."""
@@ -189,6 +189,6 @@ class SeatView:
             must_play=self.must_play,
             turns=self.turns,
             hands_played=self.hands_played,
-            seed=seed,
+            seed=rng.getrandbits(32),
             discarder=self.discarder,
         )

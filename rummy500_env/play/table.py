@@ -23,7 +23,8 @@ from rummy500_env.engine.records import Record, Recorder
 from rummy500_env.engine.rules import Rules
 from rummy500_env.play.plan import Mark, hand_marks, put_down_plan
 from rummy500_env.play.view import describe, display_key, table_view
-from rummy500_env.rl.rummy500_v0 import raw_env
+from rummy500_env.rl.actions import ActionCodec
+from rummy500_env.rl.observation import ObservationEncoder
 
 HUMAN = 0
 """The human's seat. Seat 0 leads the first hand (docs/rules.md §1: the last seat deals)."""
@@ -66,11 +67,9 @@ class Setup:
 
 
 class Computers:
-    """The computer seats' agents, and the env through which they see the game.
-
-    Each decision resets a bare PettingZoo env to the current position and hands the agent
-    `env.observe(seat)`: the observation and mask of its own seat, nothing else.
-    """
+    """The computer seats' agents. A bot decides on its seat's information state
+    (`Game.seat_view`) and the legal actions; a policy on its seat's observation and mask,
+    encoded from that same position. Either way the agent sees only what its seat may."""
 
     def __init__(self, setup: Setup) -> None:
         rules = setup.rules
@@ -78,22 +77,27 @@ class Computers:
         self.agents: dict[int, Agent] = {
             seat: make_agent(setup.opponent, rules, seed=seat) for seat in range(1, rules.players)
         }
-        self.env = raw_env(rules=rules)
+        self.codec = ActionCodec(rules)
+        self.encoder = ObservationEncoder(rules)
 
     def choose(self, game: Game) -> Action:
-        """The action the agent of the seat to act picks, from its own observation."""
-        env = self.env
-        env.reset(options={"position": game.to_dict()})
-        name = env.agent_selection
-        seat = env.agent_name_mapping[name]
-        obs = env.observe(name)
-        choice = self.agents[seat].act(obs["observation"], obs["action_mask"])
-        mask = obs["action_mask"]
+        """The action the agent of the seat to act picks."""
+        seat = game.current_player
+        agent = self.agents[seat]
+        legal = game.legal_actions()
+        decide = getattr(agent, "decide", None)
+        if decide is not None:
+            action = decide(game.seat_view(seat), legal)
+            if action not in legal:
+                raise PlayError(500, f"the computer ({self.spec}) chose {action}, not legal now")
+            return action  # type: ignore[no-any-return]
+        mask = self.codec.mask(game)
+        choice = agent.act(self.encoder.encode(game, seat), mask)
         if not (isinstance(choice, int) and 0 <= choice < len(mask) and mask[choice]):
             raise PlayError(
                 500, f"the computer ({self.spec}) chose {choice!r}, which is no legal action id"
             )
-        return env.codec.decode(game, choice)
+        return self.codec.decode(game, choice)
 
 
 class Table:

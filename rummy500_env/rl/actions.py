@@ -51,16 +51,16 @@ the first table: a policy trained on them keeps working (`ENCODING_VERSION` unch
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
-from rummy500_env.engine.cards import JOKER, ByteTables, byte_tables, card_str, gather
+from rummy500_env.engine.cards import JOKER, ByteTables, Card, byte_tables, card_str, gather
 from rummy500_env.engine.errors import IllegalActionError
 from rummy500_env.engine.game import Game
-from rummy500_env.engine.melds import MELD_TEMPLATES, layoff_end, template_index
+from rummy500_env.engine.melds import MELD_TEMPLATES, Meld, layoff_end, template_index
 from rummy500_env.engine.notation import (
-    CALL_ACTIONS,
     DECLINE,
     DISCARD_ACTIONS,
     DONE,
@@ -71,12 +71,25 @@ from rummy500_env.engine.notation import (
     Action,
     joker_layoff_action,
     layoff_action,
+    pile_action,
+    pile_depth,
 )
 from rummy500_env.engine.rules import Rules
 
 ENCODING_VERSION = 1
 """Bump on any change to the id layout (exported policies record it). The joker and call
 ranges only extend the layouts of rules that have them, so the others keep version 1."""
+
+
+class Table(Protocol):
+    """What the id of a take, dig, call or lay-off depends on: the pile (bottom first) and the
+    table's melds. A `Game` and a `SeatView` both have them."""
+
+    @property
+    def pile(self) -> Sequence[Card]: ...
+
+    @property
+    def melds(self) -> Sequence[Meld]: ...
 
 
 @functools.cache
@@ -150,7 +163,7 @@ class ActionCodec:
             out["done"] = (self.DONE, self.DONE)
         return out
 
-    def encode(self, game: Game, action: Action) -> int:
+    def encode(self, game: Table, action: Action) -> int:
         """The id of an engine action in this position (digs, calls and lay-offs depend on
         it)."""
         i = self._static.get(action)
@@ -172,19 +185,18 @@ class ActionCodec:
             "one joker, are in the space; jokers and calls only where the rules have them)"
         )
 
-    def _depth(self, game: Game, action: Action) -> int:
+    def _depth(self, game: Table, action: Action) -> int:
         """The pile depth of the copy a dig (buried copies only) or a call (the top too)
         names."""
-        pile, card, k = game.pile, action.cards[0], 0
-        for depth in range(1 if action.kind == "dig" else 0, len(pile)):
-            if pile[-1 - depth] == card:
-                k += 1
-                if k == action.copy:
-                    return depth
-        where = "buried in" if action.kind == "dig" else "in"
-        raise IllegalActionError(f"{action}: {card_str(card)} is not {where} the pile")
+        depth = pile_depth(game.pile, action)
+        if depth is None:
+            where = "buried in" if action.kind == "dig" else "in"
+            raise IllegalActionError(
+                f"{action}: {card_str(action.cards[0])} is not {where} the pile"
+            )
+        return depth
 
-    def decode(self, game: Game, index: int) -> Action:
+    def decode(self, game: Table, index: int) -> Action:
         """The engine action an id stands for in this position.
 
         Raises `IllegalActionError` when the id names nothing here (a depth below the pile, a
@@ -207,9 +219,7 @@ class ActionCodec:
                 raise IllegalActionError(
                     f"action {i} digs to depth {depth}, but the pile holds {len(pile)} cards"
                 )
-            card = pile[-1 - depth]
-            copy = 1 + sum(1 for x in pile[-depth:-1] if x == card)
-            return Action("dig", (card,), -1, copy)
+            return pile_action(pile, "dig", depth)
         if i < self.DISCARD:  # a lay-off: onto the lowest-numbered meld that takes it there
             c, end = divmod(i - self.LAYOFF, 3)
             for m_index, m in enumerate(game.melds):
@@ -220,7 +230,7 @@ class ActionCodec:
             return self._joker_layoff(game, i)
         return self._call(game, i)  # the only ids left
 
-    def _call(self, game: Game, i: int) -> Action:
+    def _call(self, game: Table, i: int) -> Action:
         """The call of id `i`: the pile card at its depth, its copy counted from the top card
         (the notation's `call 9D#2`)."""
         depth, pile = i - self.CALL, game.pile
@@ -228,11 +238,9 @@ class ActionCodec:
             raise IllegalActionError(
                 f"action {i} calls to depth {depth}, but the pile holds {len(pile)} cards"
             )
-        card = pile[-1 - depth]
-        copy = 1 + sum(1 for x in pile[len(pile) - depth :] if x == card)
-        return CALL_ACTIONS[card][copy - 1]
+        return pile_action(pile, "call", depth)
 
-    def _joker_layoff(self, game: Game, i: int) -> Action:
+    def _joker_layoff(self, game: Table, i: int) -> Action:
         """The joker lay-off of id `i`, onto the lowest-numbered meld that takes its card
         there (as a natural lay-off's)."""
         c, end = divmod(i - self.JOKER_LAYOFF, 3)
@@ -297,11 +305,11 @@ class ActionCodec:
         m[self.legal_ids(game)] = 1
         return m
 
-    def action_to_str(self, game: Game, index: int) -> str:
+    def action_to_str(self, game: Table, index: int) -> str:
         """The engine notation of an id in this position."""
         return str(self.decode(game, index))
 
-    def str_to_action(self, game: Game, text: str) -> int:
+    def str_to_action(self, game: Table, text: str) -> int:
         """The id of an action written in the engine notation."""
         return self.encode(game, Action.parse(text))
 

@@ -82,11 +82,14 @@ from gymnasium.utils import EzPickle
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
+from rummy500_env.engine.cards import JOKER
 from rummy500_env.engine.errors import IllegalActionError, InvalidPositionError, Rummy500Error
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.render import render
 from rummy500_env.engine.rules import Rules
+from rummy500_env.engine.seat_view import SeatView
 from rummy500_env.rl.actions import ActionCodec
+from rummy500_env.rl.observation import ObservationEncoder
 from rummy500_env.rl.observation_incremental import IncrementalEncoder
 
 EPISODES = ("game", "hand")
@@ -179,6 +182,57 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
         self.game: Game | None = None
         self._legal: list[int] | None = None
         self._obs_cache: dict[int, dict[str, np.ndarray]] = {}
+
+    @property
+    def state_space(self) -> gymnasium.spaces.Box:
+        """The space of `state()`."""
+        return gymnasium.spaces.Box(-2.0, 2.0, (self._state_size(),), np.float32)
+
+    def _state_size(self) -> int:
+        n = self.rules.players
+        return self.encoder.features_size + (n - 1) * (52 + (1 if self.rules.jokers else 0))
+
+    def state(self) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """A full-information vector FOR TRAINING CENTRALISED CRITICS ONLY (never give it to a
+        policy: it holds every hand). Player 0's feature part of the observation (the public
+        position and player 0's hand), then the hand of every other player in seat order
+        (card counts / D; with jokers then each one's jokers / K). The stock's order is left
+        out: no player can know it, and a critic that saw it would value positions by draws
+        nobody can plan for; the stock's cards are what the hands, pile and table leave."""
+        game, r = self._require_game(), self.rules
+        enc = ObservationEncoder(r)
+        parts = [enc.encode(game, 0)[: enc.features_size]]
+        for p in range(1, r.players):
+            hand = np.zeros(52 + (1 if r.jokers else 0), np.float32)
+            for c in game.hand(p):
+                if c == JOKER:
+                    hand[52] += 1.0 / r.joker_count
+                else:
+                    hand[c] += 1.0 / r.deck_count
+            parts.append(hand)
+        return np.concatenate(parts)
+
+    def seat_view(self, agent: str) -> SeatView:
+        """What `agent` knows now: the engine's information state (`Game.seat_view`), in the
+        game's own seat numbers (the observation's frame is `SeatView.relative()`)."""
+        try:
+            seat = self.agent_name_mapping[agent]
+        except KeyError:
+            raise Rummy500Error(
+                f"unknown agent {agent!r}; agents are {self.possible_agents}"
+            ) from None
+        return self._require_game().seat_view(seat)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle (and `copy.deepcopy`) the live env, game and seeder included, so a copy
+        goes on with the same seeded game step for step (EzPickle alone rebuilds a fresh env
+        from the constructor's arguments)."""
+        state = self.__dict__.copy()
+        state["_obs_cache"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
     def observation_space(self, agent: str) -> gymnasium.spaces.Dict:
         return self.observation_spaces[agent]

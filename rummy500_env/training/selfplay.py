@@ -3,8 +3,9 @@
 The learner's decisions of all games come out as one array (one forward of its network per
 step); the opponents play inside `step`, in rounds: in each round every game whose turn is an
 opponent's asks it, and a policy opponent answers all the games it sits in with one forward
-(`act_batch`), a bot one game at a time. Games that end are dealt again at once (the seat and
-the opponents drawn anew), so every row always holds a learner decision.
+(`act_batch`), a bot (anything with `decide`) one game at a time on the engine's information
+state (`Game.seat_view`), with no observation built for it. Games that end are dealt again at
+once (the seat and the opponents drawn anew), so every row always holds a learner decision.
 
 Each game is a `Rummy500Env` (the bare AEC env), so rewards, hand and game ends, truncation
 and seeding are exactly the env's; this module only schedules who acts.
@@ -202,6 +203,16 @@ class SelfPlayGames:
         for rows in by_agent.values():
             first = self.envs[rows[0]]
             agent = self.opponents[rows[0]][first.agent_name_mapping[first.agent_selection]]
+            decide = getattr(agent, "decide", None)
+            if decide is not None:  # a bot: the engine's information state, no observation
+                for i in rows:
+                    env = self.envs[i]
+                    g = env.unwrapped.game
+                    assert g is not None, "a game is dealt in every row"
+                    action = decide(g.seat_view(g.current_player), g.legal_actions())
+                    env.step(env.codec.encode(g, action))
+                    self._acc[i] += env.rewards[env.possible_agents[self.learner[i]]]
+                continue
             views = [self.envs[i].observe(self.envs[i].agent_selection) for i in rows]
             actions = act_batch(
                 agent,
