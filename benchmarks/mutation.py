@@ -1,0 +1,184 @@
+"""Mutation testing of the engine (issue 23): how many deliberate bugs the rules tests and the
+reference properties kill, per file, and which survive.
+
+Two modes, both in a scratch clone of this checkout's HEAD (never in the checkout itself):
+
+* ``python benchmarks/mutation.py`` runs mutmut over ``rummy500_env/engine/{game,melds,scoring}.py``
+  (``--files`` for others, ``--sample N`` for a random sample of N mutants per file) with the
+  rules tests and the reference properties, under the ``mutation`` hypothesis profile
+  (derandomized, 100 examples), and prints killed / survived per file and every survivor.
+  Needs mutmut 3.8 and the test requirements in the interpreter's environment (``--mutmut``
+  names another executable); about an hour on one core for the three files.
+* ``python benchmarks/mutation.py --named`` applies, one at a time, the four bugs issue 23
+  names (the taken-top discard rule removed, Q-K-A dropped from the meld finder, an off-by-one
+  in ``stock_out="ends_hand"``, a full 13-card run left open to lay-offs), runs
+  tests/test_reference.py under the ``ci`` profile, and says which each one fails.
+
+Run it niced (``nice -n 19``): it keeps one core busy. docs/testing.md has the last figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = [
+    "tests/test_rules_default.py",
+    "tests/test_rules_variants.py",
+    "tests/test_rules_fine_points.py",
+    "tests/test_worked_examples.py",
+    "tests/test_jokers.py",
+    "tests/test_calls.py",
+    "tests/test_positions.py",
+    "tests/test_position_checks.py",
+    "tests/test_notation.py",
+    "tests/test_reference.py",
+    "tests/test_reference_model.py",
+]
+"""The rules tests and the reference properties: the suite whose strength is measured."""
+STATUS = {1: "killed", 3: "killed", 0: "survived", 33: "no tests", 5: "no tests", None: "not run"}
+STATUS |= {-24: "timeout", 24: "timeout", 36: "timeout", 152: "timeout", 255: "timeout"}
+NAMED = {
+    "taken-top discard rule removed": (
+        "rummy500_env/engine/game.py",
+        "        if tt is not None and held != 1 << tt:",
+        "        if False:",
+    ),
+    "Q-K-A dropped from the meld finder": (
+        "rummy500_env/engine/melds.py",
+        "    starts = (held & held >> 1 & held >> 2 & _RUN_STARTS) | (",
+        "    starts = (held & held >> 1 & held >> 2 & _RUN_STARTS) | 0 * (",
+    ),
+    'off-by-one in stock_out="ends_hand"': (
+        "rummy500_env/engine/game.py",
+        '        if not self.stock and self.rules.stock_out == "ends_hand":',
+        '        if len(self.stock) <= 1 and self.rules.stock_out == "ends_hand":',
+    ),
+    "full 13-card run open to lay-offs": (
+        "rummy500_env/engine/melds.py",
+        "    if hi - lo + 1 >= FULL_RUN:",
+        "    if hi - lo + 1 > FULL_RUN:",
+    ),
+}
+"""Issue 23's bugs as (file, line, broken line)."""
+
+
+def scratch_clone(workdir: Path) -> None:
+    """A fresh clone of HEAD: the committed engine and tests, nobody's work in progress."""
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(workdir)], check=True)
+
+
+def mutmut_config(files: list[str]) -> str:
+    only = ", ".join(f'"rummy500_env/engine/{f}"' for f in files)
+    tests = ", ".join(f'"{t}"' for t in TESTS)
+    return (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["rummy500_env"]\n'
+        f"only_mutate = [{only}]\n"
+        'pytest_add_cli_args = ["-x", "-q", "-p", "no:cacheprovider"]\n'
+        f"pytest_add_cli_args_test_selection = [{tests}]\n"
+    )
+
+
+def results(workdir: Path, files: list[str]) -> dict[str, dict[str, int | list[str]]]:
+    """Per file: the count of each status and the surviving mutants' names."""
+    out: dict[str, dict[str, int | list[str]]] = {}
+    for f in files:
+        meta = workdir / "mutants" / "rummy500_env" / "engine" / f"{f}.meta"
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        run = {k: v for k, v in codes.items() if v is not None}
+        counts = Counter(STATUS.get(v, "other") for v in run.values())
+        row: dict[str, int | list[str]] = {"mutants": len(codes), "checked": len(run)}
+        row |= dict(counts)
+        row["survivors"] = sorted(k for k, v in run.items() if STATUS.get(v) != "killed")
+        out[f] = row
+    return out
+
+
+def run_mutmut(args: argparse.Namespace) -> None:
+    workdir = Path(args.workdir)
+    scratch_clone(workdir)
+    with open(workdir / "pyproject.toml", "a") as f:
+        f.write(mutmut_config(args.files))
+    env = os.environ | {"HYPOTHESIS_PROFILE": "mutation"}
+    mutmut = [args.mutmut, "run", "--max-children", "1"]
+    start = time.time()
+    globs = [f"rummy500_env.engine.{f.removesuffix('.py')}.*" for f in args.files]
+    if args.sample:  # generate every mutant (a first, tiny run), then run a sample of each file
+        first = subprocess.run([*mutmut, f"{globs[0]}__mutmut_1"], cwd=workdir, env=env)
+        names: list[str] = []
+        rnd = random.Random(args.seed)
+        for f in args.files:
+            meta = workdir / "mutants" / "rummy500_env" / "engine" / f"{f}.meta"
+            keys = sorted(json.loads(meta.read_text())["exit_code_by_key"])
+            names += rnd.sample(keys, min(args.sample, len(keys)))
+        globs = names if first.returncode == 0 else globs
+    subprocess.run([*mutmut, *globs], cwd=workdir, env=env, stdout=subprocess.DEVNULL, check=True)
+    summary = results(workdir, args.files)
+    (workdir / "mutation-summary.json").write_text(json.dumps(summary, indent=1))
+    print(f"mutmut over {', '.join(args.files)} in {time.time() - start:.0f} s; tests: {TESTS}")
+    for f, row in summary.items():
+        killed = int(row.get("killed", 0))  # type: ignore[arg-type]
+        checked = int(row["checked"])  # type: ignore[arg-type]
+        rate = 100 * killed / checked if checked else 0.0
+        counts = {k: v for k, v in row.items() if k != "survivors"}
+        print(f"{f}: {counts}; killed {rate:.1f}% of those checked")
+        for name in row["survivors"]:  # type: ignore[union-attr]
+            print(f"  survived: {name}")
+    print(f"summary: {workdir / 'mutation-summary.json'}")
+    print(f"a mutant's diff: cd {workdir}; mutmut show NAME")
+
+
+def run_named(args: argparse.Namespace) -> int:
+    """Each of issue 23's bugs on its own, against tests/test_reference.py (profile ci)."""
+    workdir = Path(args.workdir)
+    scratch_clone(workdir)
+    env = os.environ | {"HYPOTHESIS_PROFILE": "ci"}
+    missed = 0
+    for name, (path, line, broken) in NAMED.items():
+        source = workdir / path
+        original = source.read_text()
+        assert original.count(line + "\n") == 1, f"{path} no longer has: {line.strip()}"
+        source.write_text(original.replace(line + "\n", broken + "\n"))
+        test = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+        done = subprocess.run(
+            [*test, "tests/test_reference.py"], cwd=workdir, env=env, capture_output=True, text=True
+        )
+        source.write_text(original)
+        failed = [ln for ln in done.stdout.splitlines() if ln.startswith("FAILED")]
+        caught = done.returncode == 1 and failed
+        missed += not caught
+        print(f"{'caught' if caught else 'MISSED'}: {name}")
+        for ln in failed:
+            print(f"  {ln[:160]}")
+    return 1 if missed else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", default="/tmp/rummy500-mutation", help="scratch clone")
+    parser.add_argument("--files", nargs="+", default=["game.py", "melds.py", "scoring.py"])
+    parser.add_argument("--sample", type=int, default=0, help="mutants per file (0: all)")
+    parser.add_argument("--seed", type=int, default=23, help="seed of the sample")
+    parser.add_argument("--mutmut", default=shutil.which("mutmut") or "mutmut")
+    parser.add_argument("--named", action="store_true", help="issue 23's four bugs only")
+    args = parser.parse_args()
+    if args.named:
+        return run_named(args)
+    run_mutmut(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
