@@ -4,7 +4,9 @@
 Import              ``from rummy500_env import env, raw_env`` (or ``rummy500_v0``)
 Actions             Discrete(N), N = 310 + deck size − players (360 for standard; more
                     with jokers or calls, see `rummy500_env.rl.actions`)
-Parallel API        no (a turn is several steps by the same agent)
+Parallel API        yes: ``pettingzoo.make("parallel", "rummy500_v0")``, that is
+                    ``turn_based_aec_to_parallel(env())`` (one agent acts per step; a turn
+                    is several steps by the same agent, so ``aec_to_parallel`` refuses it)
 Manual control      no
 Agents              ``player_0 … player_{n-1}``, 2 to 8
 Action shape        (1,)
@@ -20,8 +22,11 @@ Observation
     be discarded, and the rule flags.
     With jokers, slices for the jokers in hand, in the pile, on the table (the card each
     stands for) and known in opponents' hands; with calls, the call phase and the discarder.
-    The slice table is in `rummy500_env.rl.observation`. ``action_mask`` marks the legal ids for
-    the agent to act and is all zeros for every other agent.
+    These features are what a policy reads; an *exact* part follows them (observation
+    version 3), a lossless record of the seat's information state that
+    `ObservationEncoder.seat_view` decodes. The slice tables are in
+    `rummy500_env.rl.observation`. ``action_mask`` marks the legal ids for the agent to act and
+    is all zeros for every other agent.
 
 Actions
     Ranges draw, take the pile to depth d, decline, 100 three-card melds, 156 lay-offs
@@ -65,9 +70,16 @@ Errors
     live agent) raises `IllegalActionError` saying what is allowed; so does stepping after
     every agent is done, or using the env before ``reset()``.
 
+Tests
+    PettingZoo's harness passes: ``api_test`` and ``seed_test`` (tests/test_env.py,
+    tests/test_jokers_calls_env.py); ``render_test``, ``parallel_api_test``,
+    ``parallel_seed_test``, its unwrapped check and its pickle round trip for every preset
+    and with jokers and calls (tests/test_pettingzoo_harness.py).
+
 Version History
-    v0: first release. Jokers and calls (docs/rules.md §5) extend the observation and the
-    action ids of the rules that have them; the others are unchanged.
+    v0: first release (package 0.1.0). Jokers and calls (docs/rules.md §5) extend the
+    observation and the action ids of the rules that have them; the others are unchanged.
+    The encodings' and the policy file's versions: CHANGELOG.md.
 """
 
 from __future__ import annotations
