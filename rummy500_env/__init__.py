@@ -17,7 +17,7 @@ from rummy500_env import engine
 from rummy500_env.engine import *  # noqa: F403 - the engine's public names, listed in its __all__
 from rummy500_env.rl.registration import install
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
 
 # env, raw_env and rummy500_v0 come from __getattr__ below (hence the noqa).
 __all__ = [  # noqa: F405

@@ -1,46 +1,128 @@
-"""The wheel installs one top-level package, with the training configs as package data."""
+"""The release: one version, complete metadata, an sdist and a wheel that ``twine check``
+passes, the shipped policy inside the wheel and loadable by name, and an installed wheel that
+trains, evaluates and serves the play page from a directory outside the checkout.
+
+The artefacts are built once per session from a copy of the checkout (building in place would
+leave build/ in it), with ``python -m build``: the sdist, then the wheel from the sdist, so a
+file the sdist forgets is missing from the wheel too. The end-to-end test installs the wheel in
+a fresh virtual environment, torch pinned first so pip never pulls a CUDA build.
+"""
 
 from __future__ import annotations
 
+import email.message
+import email.parser
+import json
+import os
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
+import urllib.request
+import venv
 import zipfile
 from pathlib import Path
 
 import pytest
 
+import rummy500_env
+
 ROOT = Path(__file__).resolve().parents[1]
+TORCH = "torch==2.13.0"  # the README's pin: the CPU build, never a CUDA download
+SKIP = shutil.ignore_patterns(".*", "build", "dist", "runs", "*.egg-info", "__pycache__")
 
 
 @pytest.fixture(scope="module")
-def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    out = tmp_path_factory.mktemp("wheel")
-    source = out / "source"  # a copy: building in place would leave build/ in the checkout
-    skip = shutil.ignore_patterns(".*", "build", "runs", "*.egg-info", "__pycache__")
-    shutil.copytree(ROOT, source, ignore=skip)
-    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
-    subprocess.run(
-        [*pip_wheel, "-q", "-w", str(out), str(source)],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = out.glob("rummy500_env-*.whl")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("build", reason="the test extra installs build")
+    out = tmp_path_factory.mktemp("dist")
+    source = out / "source"
+    shutil.copytree(ROOT, source, ignore=SKIP)
+    run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], cwd=out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def wheel(dist: Path) -> Path:
+    (found,) = dist.glob("rummy500_env-*.whl")
+    return found
+
+
+@pytest.fixture(scope="module")
+def wheel_names(wheel: Path) -> list[str]:
     return zipfile.ZipFile(wheel).namelist()
+
+
+def run(cmd: list[str], cwd: Path, timeout: float = 600, **kw) -> str:
+    """Run a command; its output, or a failure that shows the output's tail."""
+    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, **kw)
+    assert out.returncode == 0, f"{cmd}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out.stdout
 
 
 def top_level(names: list[str]) -> set[str]:
     return {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
 
 
+def metadata(wheel: Path) -> email.message.Message:
+    with zipfile.ZipFile(wheel) as z:
+        name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        return email.parser.Parser().parsestr(z.read(name).decode())
+
+
+def test_the_version_is_written_once():
+    """pyproject reads it from the package (dynamic), so the two cannot disagree."""
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from 3.11")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", rummy500_env.__version__)
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert f"## {rummy500_env.__version__} " in changelog  # the release has its entry
+
+
+def test_twine_check_passes(dist: Path):
+    pytest.importorskip("twine", reason="the test extra installs twine")
+    files = sorted(str(p) for p in dist.glob("rummy500_env-*"))
+    assert len(files) == 2  # the sdist and the wheel
+    out = run([sys.executable, "-m", "twine", "check", "--strict", *files], cwd=dist)
+    assert out.count("PASSED") == 2
+
+
+def test_wheel_metadata_is_complete(wheel: Path):
+    meta = metadata(wheel)
+    assert meta["Version"] == rummy500_env.__version__
+    assert meta["Requires-Python"] == ">=3.10"
+    assert meta["License-Expression"] == "MIT" and meta["Description-Content-Type"]
+    classifiers = meta.get_all("Classifier")
+    for minor in (10, 11, 12, 13):
+        assert f"Programming Language :: Python :: 3.{minor}" in classifiers
+    assert "Typing :: Typed" in classifiers
+    assert "reinforcement learning" in meta["Keywords"]
+    extras = set(meta.get_all("Provides-Extra"))
+    assert extras >= {"train", "sb3", "play", "test", "rllib", "frameworks", "dev"}
+    assert meta.get_payload().startswith("# rummy500_env")  # the README is the description
+
+
 def test_wheel_adds_no_generic_top_level_name(wheel_names):
     assert top_level(wheel_names) == {"rummy500_env"}
 
 
-def test_wheel_carries_the_training_configs_and_type_marker(wheel_names):
+def test_wheel_carries_configs_type_marker_and_the_shipped_policy(wheel_names):
     for name in ("ppo.yaml", "ppo_long.yaml"):
         assert f"rummy500_env/training/configs/{name}" in wheel_names
     assert "rummy500_env/py.typed" in wheel_names
+    shipped = sorted(p.name for p in (ROOT / "models").glob("*.pt"))
+    assert shipped and all(f"rummy500_env/models/{n}" in wheel_names for n in shipped)
+    assert "rummy500_env/models/README.md" in wheel_names  # each model's card with it
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in wheel_names)
+
+
+def test_sdist_carries_what_the_wheel_is_built_from(dist: Path):
+    (sdist,) = dist.glob("rummy500_env-*.tar.gz")
+    names = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
+    assert {"setup.py", "pyproject.toml", "README.md", "LICENSE"} <= names
+    assert "models/rummy500-ppo-standard.pt" in names
 
 
 def test_top_level_check_can_fail():
@@ -48,3 +130,79 @@ def test_top_level_check_can_fail():
         "training",
         "rummy500_env",
     }
+
+
+def test_a_shipped_policy_loads_by_name_and_as_an_agent_spec():
+    pytest.importorskip("torch")
+    from rummy500_env import Rules
+    from rummy500_env.agents import PolicyAgent
+    from rummy500_env.agents.policy import PolicyLoadError, shipped_policies
+    from rummy500_env.agents.registry import AgentSpecError, make_agent, parse_spec
+
+    assert shipped_policies()["standard"].name == "rummy500-ppo-standard.pt"
+    agent = PolicyAgent.load("standard")
+    assert Path(agent.path or "").samefile(ROOT / "models" / "rummy500-ppo-standard.pt")
+    spec = parse_spec("standard")
+    assert spec.kind == "shipped" and Path(spec.path or "").name == "rummy500-ppo-standard.pt"
+    assert isinstance(make_agent("standard", Rules.preset("standard"), 0), PolicyAgent)
+    with pytest.raises(PolicyLoadError, match="no shipped policy of that name; shipped: standard"):
+        PolicyAgent.load("strongest")
+    with pytest.raises(AgentSpecError, match="shipped policy by name"):
+        parse_spec("strongest")
+
+
+def test_the_installed_wheel_trains_evaluates_and_serves(wheel: Path, tmp_path: Path):
+    """A fresh venv, the wheel with the train and play extras, then from a directory that is
+    not the checkout: a tiny training run, a tournament of the packaged model against it and
+    against greedy (by name, through the console script), and the play page against it."""
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = str(env_dir / "bin" / "python")
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    run([*pip, TORCH], cwd=work, env=clean)
+    run([*pip, TORCH, f"{wheel}[train,play]"], cwd=work, env=clean)
+
+    where = run([python, "-c", "import rummy500_env as r; print(r.__file__, r.__version__)"], work)
+    assert str(env_dir) in where and rummy500_env.__version__ in where
+
+    tiny = "--total-timesteps 512 --n-games 4 --n-steps 32 --minibatch-size 64 --bc-decisions 0"
+    tiny += " --eval-every 512 --eval-games 2 --final-eval-games 2 --eval-bots greedy"
+    tiny += " --channels 8 --blocks 1 --hidden 16 --no-progress --run-dir run"
+    run([python, "-m", "rummy500_env.training.ppo", *tiny.split()], cwd=work, env=clean)
+    assert (work / "run" / "policy.pt").is_file()
+
+    evaluate = str(env_dir / "bin" / "rummy500-evaluate")
+    args = ["standard", "run/policy.pt", "greedy", "--games", "2", "--workers", "1"]
+    run([evaluate, *args, "--out", "ev"], cwd=work, env=clean)
+    results = json.loads((work / "ev" / "results.json").read_text())
+    assert "standard" in json.dumps(results)
+
+    serve = [python, "-m", "rummy500_env.play", "--no-browser", "--opponent", "standard"]
+    proc = subprocess.Popen(
+        [*serve, "--data-dir", "games"],
+        cwd=work,
+        env=clean | {"PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        for line in proc.stdout:
+            lines.append(line)
+            if m := re.search(r"http://127\.0\.0\.1:\d+/", line):
+                break
+        else:
+            raise AssertionError("the play server printed no address: " + "".join(lines))
+        with urllib.request.urlopen(m.group(0) + "api/config", timeout=30) as r:
+            assert "standard" in r.read().decode()
+        req = urllib.request.Request(m.group(0) + "api/games", method="POST")
+        with urllib.request.urlopen(req, timeout=30) as r:
+            assert json.load(r)["state"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -18,6 +18,11 @@ was made for the rules and encodings asked for. Each failure is a `PolicyLoadErr
 file: "no policy file", "not a rummy500 policy file", "corrupt", or stored vs current rules
 and encodings.
 
+Shipped policies: the files ``models/rummy500-ppo-<name>.pt`` of the repository travel inside
+the wheel (as ``rummy500_env/models/``) and load by name, ``PolicyAgent.load("standard")``
+(`shipped_policies` lists them; an agent spec takes the name too: ``python -m
+training.evaluate standard greedy``).
+
 Upgrading: a version-1 file is refused with the command that rewrites it in this format, the
 same weights and metadata plus the checksum::
 
@@ -56,6 +61,40 @@ class PolicyLoadError(Rummy500Error):
 
 class PolicyInputError(Rummy500Error):
     """An observation or action mask that is not what the policy takes; says what it expects."""
+
+
+SHIPPED_PREFIX = "rummy500-ppo-"
+"""A shipped policy's file is ``SHIPPED_PREFIX + name + ".pt"``."""
+
+
+def shipped_policies() -> dict[str, Path]:
+    """The shipped policies by name (``"standard"``: ``rummy500-ppo-standard.pt``), found in
+    the installed package's ``models/`` folder, where the wheel puts them, or, in a checkout,
+    the repository's top-level ``models/``. Torch-free, so the agent registry can ask."""
+    package = Path(__file__).resolve().parents[1]
+    folders = [package / "models"]
+    if (package.parent / "pyproject.toml").is_file():  # a checkout (or an editable install)
+        folders.insert(0, package.parent / "models")
+    found: dict[str, Path] = {}
+    for folder in folders:  # the package's own copy wins
+        for f in sorted(folder.glob(f"{SHIPPED_PREFIX}*.pt")):
+            found[f.stem.removeprefix(SHIPPED_PREFIX)] = f
+    return found
+
+
+def policy_path(path: str | Path) -> Path:
+    """The file `PolicyAgent.load` reads: `path` itself, or, for a bare name such as
+    ``"standard"`` with no file of that name here, the shipped policy of that name."""
+    given = Path(path)
+    if given.exists() or given.suffix or len(given.parts) != 1:
+        return given
+    shipped = shipped_policies()
+    if str(path) in shipped:
+        return shipped[str(path)]
+    raise PolicyLoadError(
+        f"no policy file at {str(path)!r}, and no shipped policy of that name; shipped: "
+        f"{', '.join(shipped) or 'none found'}"
+    )
 
 
 def current_encoding(rules: Rules) -> dict[str, Any]:
@@ -260,8 +299,9 @@ class PolicyAgent:
         deterministic: bool = True,
         seed: int | None = None,
     ) -> PolicyAgent:
-        """Load an exported policy; refuse one made for other rules or encodings, showing
-        stored vs current."""
+        """Load an exported policy (a path, or the name of a shipped one: "standard"); refuse
+        one made for other rules or encodings, showing stored vs current."""
+        path = policy_path(path)
         blob = load_policy_file(path)
         meta = blob["metadata"]
         try:

@@ -5,7 +5,9 @@ A spec is one of
 * ``random``, ``greedy``, ``expert``;
 * ``search`` (the default budget, 50 ms a decision), ``search:50ms`` (milliseconds a decision)
   or ``search:200`` (sampled worlds a decision), the budget a positive whole number;
-* the path of an exported policy file (``.pt``, see `rummy500_env.agents.policy`).
+* the path of an exported policy file (``.pt``, see `rummy500_env.agents.policy`);
+* the name of a shipped policy (``standard``: `rummy500_env.agents.policy.shipped_policies`),
+  which the installed wheel carries, so ``training.evaluate standard greedy`` works anywhere.
 
 Every command line and config that names a bot (``python -m rummy500_env``,
 ``training.evaluate``, ``training.ppo``) checks it with `check_spec` before any game starts, so
@@ -22,6 +24,7 @@ from pathlib import Path
 from rummy500_env.agents.base import Agent
 from rummy500_env.agents.expert import ExpertAgent
 from rummy500_env.agents.greedy import GreedyAgent
+from rummy500_env.agents.policy import shipped_policies
 from rummy500_env.agents.random_agent import RandomAgent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import Rules
@@ -31,7 +34,8 @@ BOTS = ("random", "greedy", "expert", "search")
 ALLOWED = (
     "random, greedy, expert, search (50 ms a decision), search:50ms (any positive whole number "
     "of milliseconds a decision), search:200 (any positive whole number of sampled worlds a "
-    "decision), or the path of an exported policy file (.pt)"
+    "decision), the path of an exported policy file (.pt), or a shipped policy by name "
+    "(standard)"
 )
 """What a spec may be, in the words every error about one uses."""
 _BUDGET = re.compile(r"(?P<n>[0-9]+)(?P<ms>ms)?")
@@ -46,13 +50,14 @@ class AgentSpec:
     """A checked spec: which bot (or ``"policy"``) and, for search, its budget."""
 
     kind: str
-    """One of `BOTS`, or ``"policy"`` for an exported policy file."""
+    """One of `BOTS`, ``"policy"`` for an exported policy file, or ``"shipped"`` for a shipped
+    policy named by its name (the spec stays the name, which loads wherever it runs)."""
     ms: int | None = None
     """Search: milliseconds a decision."""
     rollouts: int | None = None
     """Search: sampled worlds a decision."""
     path: str | None = None
-    """Policy: the file."""
+    """Policy or shipped policy: the file."""
 
 
 def parse_spec(spec: str) -> AgentSpec:
@@ -74,6 +79,10 @@ def parse_spec(spec: str) -> AgentSpec:
         n = int(m["n"])
         return AgentSpec("search", ms=n) if m["ms"] else AgentSpec("search", rollouts=n)
     path = Path(spec)
+    if not colon and not path.exists():
+        shipped = shipped_policies()
+        if spec in shipped:
+            return AgentSpec("shipped", path=str(shipped[spec]))
     if path.suffix == ".pt" or path.exists():
         if not path.is_file():
             raise AgentSpecError(
@@ -117,4 +126,4 @@ def make_agent(spec: str, rules: Rules, seed: int) -> Agent:
         return SearchAgent(rules, ms=ms, rollouts=s.rollouts, seed=seed)
     from rummy500_env.agents.policy import PolicyAgent  # torch: only when a policy is named
 
-    return PolicyAgent.load(spec, rules=rules, deterministic=True)
+    return PolicyAgent.load(s.path or spec, rules=rules, deterministic=True)
