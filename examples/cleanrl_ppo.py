@@ -3,12 +3,17 @@ Gymnasium and torch.
 
 The CleanRL recipe (``ppo.py``) with one change for a card game: the policy's logits outside
 ``action_masks()`` are set to a large negative number before sampling and in the update, so
-it never picks an illegal action and its ratios and entropy count only legal ones. The masks
-come from the envs through ``envs.call("action_masks")``; the vector env resets a finished
-env in the same step (``AutoresetMode.SAME_STEP``), so the observation and mask in hand are
-always those of a live position.
+it never picks an illegal action and its ratios and entropy count only legal ones.
 
-    python examples/cleanrl_ppo.py --steps 1024
+The envs come from ``gymnasium.make_vec("Rummy500-v0", ...)``: by default the package's own
+vector env (its ``vector_entry_point``: all envs in this process, opponents asked once per
+round), or Gymnasium's ``sync`` / ``async`` vector envs with ``--vectorization``. The masks
+come through ``envs.call("action_masks")``, which all three answer. The vector env resets a
+finished env in the same step (``AutoresetMode.SAME_STEP``), so the observation and mask in
+hand are always those of a live position, and CleanRL's GAE needs no change
+(docs/frameworks.md says what ``NEXT_STEP`` would hand over instead).
+
+    python examples/cleanrl_ppo.py --steps 1024 [--vectorization async]
 """
 
 from __future__ import annotations
@@ -47,6 +52,16 @@ class Agent(nn.Module):
         return action, dist.log_prob(action), dist.entropy(), self.value(obs)
 
 
+def make_envs(mode: str, n: int) -> gymnasium.vector.VectorEnv:
+    """n single-agent views against random opponents, reset in the step that ends a hand."""
+    view = {"opponents": RandomAgent(), "seat": "random", "episode": "hand"}
+    same_step = gymnasium.vector.AutoresetMode.SAME_STEP
+    if mode == "vector_entry_point":  # the package's vector env takes its options directly
+        return gymnasium.make_vec("Rummy500-v0", n, autoreset_mode=same_step, **view)
+    vector_kwargs = {"autoreset_mode": same_step}
+    return gymnasium.make_vec("Rummy500-v0", n, mode, vector_kwargs=vector_kwargs, **view)
+
+
 def masks(envs: gymnasium.vector.VectorEnv) -> torch.Tensor:
     return torch.as_tensor(np.stack(envs.call("action_masks")), dtype=torch.bool)
 
@@ -57,19 +72,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--envs", type=int, default=4)
     ap.add_argument("--rollout", type=int, default=64, help="steps per env per update")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--vectorization",
+        choices=["vector_entry_point", "sync", "async"],
+        default="vector_entry_point",
+        help="make_vec's vectorization_mode",
+    )
     args = ap.parse_args(argv)
     gamma, lam, clip, epochs, minibatches = 0.995, 0.95, 0.2, 4, 4
     torch.manual_seed(args.seed)
 
-    envs = gymnasium.vector.SyncVectorEnv(
-        [
-            lambda: gymnasium.make(
-                "Rummy500-v0", opponents=RandomAgent(), seat="random", episode="hand"
-            )
-            for _ in range(args.envs)
-        ],
-        autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP,
-    )
+    envs = make_envs(args.vectorization, args.envs)
     obs_size = envs.single_observation_space.shape[0]
     agent = Agent(obs_size, int(envs.single_action_space.n))
     optimizer = torch.optim.Adam(agent.parameters(), lr=3e-4, eps=1e-5)
@@ -122,7 +135,11 @@ def main(argv: list[str] | None = None) -> None:
                 nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
                 optimizer.step()
         print(f"{decisions} decisions, {hands} hands finished, loss {loss.item():.4f}")
-    print(f"cleanrl: {decisions} masked decisions trained, {hands} hands finished")
+    envs.close()
+    print(
+        f"cleanrl: {decisions} masked decisions trained, {hands} hands finished "
+        f"({args.vectorization} vector env)"
+    )
 
 
 if __name__ == "__main__":

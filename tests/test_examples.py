@@ -41,7 +41,19 @@ def test_every_example_is_listed():
 
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_recipe_runs(name):
-    modules, extra, args, says = RECIPES[name]
+    run_recipe(name, RECIPES[name][2])
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_cleanrl_recipe_runs_on_gymnasium_vector_envs(mode):
+    """The default run above takes the package's vector env; Gymnasium's own serve too."""
+    args = [*RECIPES["cleanrl_ppo.py"][2], "--vectorization", mode]
+    assert f"({mode} vector env)" in run_recipe("cleanrl_ppo.py", args)
+
+
+def run_recipe(name: str, args: list[str]) -> str:
+    """Run a recipe in its own interpreter; its last line, checked for what it says."""
+    modules, extra, _, says = RECIPES[name]
     missing = [m for m in modules if not installed(m)]
     if missing:
         pytest.skip(f"{name} needs {', '.join(missing)}: pip install -e '.[{extra}]'")
@@ -57,6 +69,7 @@ def test_recipe_runs(name):
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
     last = out.stdout.strip().splitlines()[-1]
     assert says in last, out.stdout[-2000:]
+    return last
 
 
 def test_a_failing_recipe_fails_the_test(tmp_path):
