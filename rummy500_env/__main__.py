@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
+from rummy500_env.engine.errors import RulesError
 from rummy500_env.engine.rules import PRESETS, Rules
 from rummy500_env.rl.rummy500_v0 import raw_env
 
@@ -31,7 +32,12 @@ def main(argv: list[str] | None = None) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--rules", default="standard", choices=sorted(PRESETS))
+    ap.add_argument(
+        "--rules",
+        default="standard",
+        help=f"a preset ({', '.join(PRESETS)}), optionally with field=value overrides "
+        "(nordic,target=300), or a JSON object of rules fields; --players sets the players",
+    )
     ap.add_argument(
         "--players",
         nargs="+",
@@ -42,7 +48,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--verbose", action="store_true", help="print every action")
     args = ap.parse_args(argv)
-    rules = Rules.preset(args.rules, players=len(args.players))
+    try:
+        rules = Rules.parse(args.rules, players=len(args.players))
+    except RulesError as e:
+        ap.error(str(e))
     bots = [make_agent(spec, rules, seed=seat) for seat, spec in enumerate(args.players)]
     env = raw_env(rules=rules)
     env.reset(seed=args.seed)

@@ -6,8 +6,9 @@ PettingZoo env (``raw_env`` and the wrapped ``env()``), and, when the peers' vir
 environment exists (``ANCHORS_VENV``; their benchmark script at ``ANCHORS_SCRIPT``), the peers
 measured in the same run, with our/peer ratios. Speed targets live here, never in timed tests.
 
-``--rules`` measures other rules than ``standard`` (a preset name, or a JSON object of `Rules`
-fields): ``--rules '{"jokers": 2, "rummy_calls": true}'`` measures jokers and calls
+``--rules`` measures other rules than ``standard`` (a preset, a preset and ``field=value``
+overrides, or a JSON object of `Rules` fields: `Rules.parse`):
+``--rules '{"jokers": 2, "rummy_calls": true}'`` measures jokers and calls
 (docs/rules.md §5). The peers play their own game, so they are measured only for
 ``standard``.
 """
@@ -30,7 +31,6 @@ from typing import Any
 from rummy500_env.engine.errors import RulesError
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.rules import PRESETS, Rules
-from rummy500_env.training.arena import parse_rules
 
 _DEFAULT_ANCHORS_SCRIPT = Path(__file__).resolve().parents[2] / "shared/benchmarks/anchors_bench.py"
 """Where a development checkout finds the peers' benchmark (beside the repository)."""
@@ -144,9 +144,9 @@ def all_games_end(games: int) -> dict[str, int]:
 
 
 def _rules_arg(text: str) -> Rules:
-    """``--rules``: `parse_rules`, its error shown by argparse with the usage (exit 2)."""
+    """``--rules``: `Rules.parse`, its error shown by argparse with the usage (exit 2)."""
     try:
-        return parse_rules(text)
+        return Rules.parse(text)
     except RulesError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
@@ -190,8 +190,9 @@ def main(argv: list[str] | None = None) -> None:
         "--rules",
         type=_rules_arg,
         default="standard",
-        help='a preset or a JSON object of Rules fields, e.g. \'{"jokers": 2, "rummy_calls": '
-        "true}' (the peers are measured only for standard)",
+        help="a preset, a preset and field=value overrides (standard,jokers=2) or a JSON object "
+        """of Rules fields, e.g. '{"jokers": 2, "rummy_calls": true}' (the peers are measured """
+        "only for standard)",
     )
     args = ap.parse_args(argv)
     rules: Rules = args.rules

@@ -1,4 +1,5 @@
-"""training.evaluate: statistics, determinism, outputs and argument errors."""
+"""training.evaluate: statistics (`training.stats`), the tournament's determinism and seatings
+(`training.tournament`), its outputs and the command's argument errors."""
 
 from __future__ import annotations
 
@@ -7,17 +8,11 @@ import math
 
 import pytest
 
-from rummy500_env.training.evaluate import (
-    Config,
-    EvaluateError,
-    elo,
-    main,
-    mean_ci,
-    parse_args,
-    run,
-    tasks_for,
-    wilson,
-)
+from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.rules import Rules
+from rummy500_env.training.evaluate import main, parse_args
+from rummy500_env.training.stats import elo, mean_ci, wilson
+from rummy500_env.training.tournament import Config, run, tasks_for
 
 
 def test_wilson_interval_matches_known_values():
@@ -39,6 +34,12 @@ def test_elo_recovers_the_order_and_a_known_gap():
     assert r[0] > r[1] > r[2] and r.sum() == pytest.approx(0, abs=1e-6)
     assert r[0] - r[1] == pytest.approx(400 * math.log10(3), rel=0.02)
     assert (half > 0).all() and (half < 200).all()
+
+
+def test_rules_take_every_form_of_the_engines_parser():
+    cfg = parse_args(["greedy", "random", "--rules", "nordic,target=100", "--players", "3"])
+    assert cfg.game_rules() == Rules.preset("nordic", target=100, players=3)
+    assert parse_args(["greedy", "random", "--rules", '{"jokers": 2}']).game_rules().jokers == 2
 
 
 def test_a_tiny_tournament_is_deterministic_and_duplicate(tmp_path):
@@ -108,17 +109,17 @@ def test_both_agents_get_the_same_seats_over_each_deal(players):
         (["greedy", "search:50s"], "bad search budget in 'search:50s'"),
         (["greedy", "missing.pt"], "no checkpoint at 'missing.pt'"),
         (["greedy", "random", "--games", "0"], "--games 0"),
-        (["greedy", "random", "--rules", "gin"], "--rules 'gin'"),
+        (["greedy", "random", "--rules", "gin"], "rules 'gin': unknown preset 'gin'"),
+        (["greedy", "random", "--rules", "standard,target"], "'target' is not field=value"),
+        (["greedy", "random", "--rules", "players=3", "--players", "4"], "players=4 is given"),
         (["greedy", "random", "--episode", "set"], "--episode 'set'"),
         (["greedy", "random", "--players", "9"], "players=9"),
+        (["greedy", "random", "--address", "auto"], "--address 'auto' needs --ray"),
     ],
 )
 def test_bad_arguments_are_clear_errors(argv, words, capsys):
-    try:
+    with pytest.raises(Rummy500Error) as e:  # EvaluateError; RulesError for rules and players
         parse_args(argv)
-    except (EvaluateError, Exception) as e:  # RulesError for --players
-        assert words in str(e)
-    else:
-        pytest.fail("no error")
+    assert words in str(e.value)
     assert main(argv) == 2
     assert words in capsys.readouterr().err

@@ -19,45 +19,20 @@ pytest.importorskip("uvicorn", reason="the play extra is not installed")
 from rummy500_env import Rules
 from rummy500_env.engine.errors import RulesError
 from rummy500_env.engine.records import Recorder
-from rummy500_env.play.__main__ import main, parse_rules
+from rummy500_env.play.__main__ import main, page_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize(
-    ("text", "players", "expected"),
-    [
-        ("standard", None, Rules()),
-        ("nordic", 3, Rules.preset("nordic", players=3)),
-        ("standard,target=300", None, Rules(target=300)),
-        (
-            "target=300, discard_to_go_out=true",
-            4,
-            Rules(target=300, discard_to_go_out=True, players=4),
-        ),
-        ("fives,turn_limit=none", None, Rules.preset("fives", turn_limit=None)),
-        ('{"preset": "nordic", "target": 300}', None, Rules.preset("nordic", target=300)),
-    ],
-)
-def test_rules_are_a_preset_and_field_overrides(text, players, expected):
-    assert parse_rules(text, players) == expected
-
-
-@pytest.mark.parametrize(
-    ("text", "players", "words"),
-    [
-        ("gin", None, "unknown preset 'gin'"),
-        ("standard,target", None, "expected field=value"),
-        ("standard,colour=red", None, "unknown rules field(s) ['colour']"),
-        ("players=3", 2, "--rules says players=3 but --players 2"),
-        ("players=6", None, "seats 2 to 4 players"),
-        ("{target: 3}", None, "is not valid JSON"),
-    ],
-)
-def test_bad_rules_are_clear_errors(text, players, words):
-    with pytest.raises(RulesError) as e:
-        parse_rules(text, players)
-    assert words in str(e.value)
+def test_rules_are_the_engines_parser_with_the_players_and_the_pages_seats():
+    """The forms and their errors are `Rules.parse`'s (tests/test_rules_parse.py); the page
+    adds --players and its 2 to 4 seats."""
+    assert page_rules("nordic,target=300", 3) == Rules.preset("nordic", target=300, players=3)
+    assert page_rules('{"preset": "fives"}', None) == Rules.preset("fives")
+    with pytest.raises(RulesError, match="set players=3, but players=2 is given too"):
+        page_rules("players=3", 2)
+    with pytest.raises(RulesError, match="the play page seats 2 to 4 players"):
+        page_rules("players=6", None)
 
 
 @pytest.mark.parametrize(
@@ -66,6 +41,8 @@ def test_bad_rules_are_clear_errors(text, players, words):
         (["--opponent", "wizard"], "unknown agent 'wizard'"),
         (["--opponent", "missing.pt"], "no checkpoint at 'missing.pt'"),
         (["--rules", "standard,target=0"], "target=0"),
+        (["--rules", "gin"], "unknown preset 'gin'"),
+        (["--rules", "players=5"], "seats 2 to 4 players"),
         (["--replay", "missing.json"], "cannot read the record 'missing.json'"),
         (["--pace", "-1"], "--pace must be 0 or more"),
     ],

@@ -11,6 +11,7 @@ loaded by `PolicyAgent` with torch alone and played, a resume, the snapshot copy
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from rummy500_env.training import rllib
-from rummy500_env.training.ppo import ConfigError
+from rummy500_env.training.common import ConfigError
 
 TINY = [
     "--train-batch-size",
@@ -221,7 +222,7 @@ def test_snapshot_copies_the_learner_to_the_env_runners(ray_instance):
 
 
 def test_evaluate_on_ray_gives_the_local_pools_results(ray_instance):
-    from rummy500_env.training.evaluate import Config, run
+    from rummy500_env.training.tournament import Config, run
 
     local = run(Config(["greedy", "random", "expert"], games=4, workers=1, seed=5), progress=False)
     on_ray = run(
@@ -239,7 +240,7 @@ def test_policy_files_travel_with_the_ray_tasks(tmp_path):
     game is the one the file would have played where it lies."""
     from rummy500_env.agents.policy import build_network, current_encoding, save_policy
     from rummy500_env.engine.rules import Rules
-    from rummy500_env.training.evaluate import Config, _run, _run_chunk, tasks_for
+    from rummy500_env.training.tournament import Config, play_chunk, play_task, tasks_for
 
     rules = Rules.preset("standard")
     enc = current_encoding(rules)
@@ -250,8 +251,8 @@ def test_policy_files_travel_with_the_ray_tasks(tmp_path):
     elsewhere = str(tmp_path / "on-the-head-node" / "p.pt")  # no such file on this "worker"
     cfg = Config([elsewhere, "greedy"], games=2, episode="hand", workers=1)
     task = tasks_for(cfg)[0]
-    played = _run_chunk([(cfg, [elsewhere, "greedy"], task)], {elsewhere: here.read_bytes()})
-    assert played == [_run((cfg, [str(here), "greedy"], task))]
+    played = play_chunk([(cfg, [elsewhere, "greedy"], task)], {elsewhere: here.read_bytes()})
+    assert played == [play_task((cfg, [str(here), "greedy"], task))]
 
 
 def test_evaluate_cli_refuses_address_without_ray():
@@ -263,7 +264,7 @@ def test_evaluate_cli_refuses_address_without_ray():
 def test_evaluate_ray_without_ray_installed_says_so(monkeypatch):
     import builtins
 
-    from rummy500_env.training import evaluate
+    from rummy500_env.training import tournament
 
     real_import = builtins.__import__
 
@@ -273,8 +274,8 @@ def test_evaluate_ray_without_ray_installed_says_so(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_ray)
-    with pytest.raises(evaluate.EvaluateError, match=r"--ray needs Ray"):
-        evaluate.run(evaluate.Config(["greedy", "random"], games=2, ray=True), progress=False)
+    with pytest.raises(tournament.EvaluateError, match=r"--ray needs Ray"):
+        tournament.run(tournament.Config(["greedy", "random"], games=2, ray=True), progress=False)
 
 
 def test_the_entry_point_runs_from_a_checkout():
@@ -289,3 +290,51 @@ def test_the_entry_point_runs_from_a_checkout():
     )
     assert out.returncode == 0, out.stderr
     assert "--num-env-runners" in out.stdout and "--address" in out.stdout
+
+
+class FakeAlgo:
+    """An algorithm's checkpoint as RLlib writes one: a folder of its own files."""
+
+    def __init__(self, weights: int) -> None:
+        self.weights = weights
+
+    def save_to_path(self, path: str) -> None:
+        Path(path).mkdir()
+        (Path(path) / "algorithm_state.pkl").write_text(str(self.weights))
+
+    def restore_from_path(self, path: str) -> None:
+        self.weights = int((Path(path) / "algorithm_state.pkl").read_text())
+
+
+def test_checkpoint_folders_hold_the_counters_and_a_damaged_newest_falls_back(tmp_path, capsys):
+    from rummy500_env.training.common import RunFolder
+
+    args = rllib.Args(run_dir=str(tmp_path / "run"), keep_checkpoints=2)
+    run = RunFolder(args, resume=False)
+    for steps in (400, 800, 1200):
+        state = {"timesteps": steps, "iterations": steps // 400}
+        rllib.save_checkpoint(FakeAlgo(steps), run, state)
+    run.writer.close()
+    folders = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir())
+    assert folders == ["step_0000000800", "step_0000001200"]
+
+    algo = FakeAlgo(0)
+    resumed = RunFolder(args, resume=True)
+    newest = tmp_path / "run" / "checkpoints" / "step_0000001200"
+    (newest / "algorithm_state.pkl").write_text("garbage")
+    state = resumed.checkpoints.load(lambda path: rllib.restore(algo, path))
+    assert (state["timesteps"], state["iterations"], algo.weights) == (800, 2, 800)
+    assert state["checkpoint"] == "step_0000000800"
+    assert "skipping unreadable checkpoint step_0000001200" in capsys.readouterr().err
+
+    # A checkpoint written before checkpoints held their counters resumes with the run's
+    # state.json when that names it (an old run's last checkpoint), and is unreadable if not.
+    shutil.rmtree(newest)
+    (tmp_path / "run" / "checkpoints" / "step_0000000800" / rllib.COUNTERS).unlink()
+    with pytest.raises(ConfigError, match="every checkpoint is unreadable"):
+        resumed.checkpoints.load(lambda path: rllib.restore(algo, path))
+    old = {"timesteps": 800, "iterations": 2, "checkpoint": "step_0000000800", "wall_s": 9.0}
+    (tmp_path / "run" / "state.json").write_text(json.dumps(old))
+    state = resumed.checkpoints.load(lambda path: rllib.restore(algo, path))
+    assert state == old and algo.weights == 800
+    resumed.writer.close()

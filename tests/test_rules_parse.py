@@ -80,3 +80,24 @@ def test_every_preset_parses_to_itself():
 
     for name in PRESETS:
         assert Rules.parse(name) == Rules.preset(name)
+
+
+def test_every_command_reads_rules_with_it(capsys):
+    """``--rules nordic,target=300`` means the same to every command, and a bad one is the
+    engine's message there."""
+    from rummy500_env import bench
+    from rummy500_env.__main__ import main as watch
+    from rummy500_env.training import evaluate, ppo, rllib
+
+    expected = Rules.preset("nordic", target=300)
+    assert bench._rules_arg("nordic,target=300") == expected
+    cfg = evaluate.parse_args(["greedy", "random", "--rules", "nordic,target=300"])
+    assert cfg.game_rules() == expected
+    assert rllib.parse_args(["--rules", "nordic,target=300"])[0].game_rules() == expected
+    assert ppo.parse_args(["--rules", "nordic,target=300"])[0].game_rules() == expected
+    watch(["--rules", "nordic,target=100", "--players", "greedy", "random", "--seed", "1"])
+    assert "final totals" in capsys.readouterr().out
+    for command in (watch, bench.main):
+        with pytest.raises(SystemExit):
+            command(["--rules", "standard,target"])
+        assert "'target' is not field=value" in capsys.readouterr().err

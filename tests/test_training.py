@@ -20,7 +20,8 @@ pytest.importorskip("tyro")
 import torch
 
 from rummy500_env.agents.policy import PolicyAgent, PolicyLoadError
-from rummy500_env.training.ppo import ConfigError, main, parse_args
+from rummy500_env.training.common import ConfigError
+from rummy500_env.training.ppo import main, parse_args
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
@@ -241,6 +242,9 @@ def test_evaluate_accepts_the_exported_policy(trained, tmp_path):
         (["--vf-coef", "-1"], "vf_coef=-1.0 is not allowed"),  # used to blame ent_coef
         (["--ent-coef", "-1"], "ent_coef=-1.0 is not allowed"),
         (["--eval-bots", "greedy", "search:50s"], "eval_bots=('greedy', 'search:50s')"),
+        (["--rules", "nordic,target"], "'target' is not field=value"),
+        (["--eval-every", "0"], "eval_every=0 is not allowed: use an int >= 1"),
+        (["--n-epochs", "0"], "n_epochs=0 is not allowed"),
     ],
 )
 def test_bad_config_values_are_clear_errors(argv, words, capsys):
@@ -258,6 +262,61 @@ def test_config_is_a_packaged_name_or_a_path(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("total_timesteps: 1234\n")
     assert parse_args(["--config", str(path)])[0].total_timesteps == 1234
+
+
+def test_rules_take_the_engines_forms_and_name_the_run_folder():
+    from rummy500_env.engine.rules import Rules
+
+    args, _ = parse_args(["--rules", "nordic", "--seed", "3"])
+    assert args.run_path == Path("runs/ppo_nordic_hand_s3")
+    args, _ = parse_args(["--rules", "nordic,target=300"])
+    assert args.game_rules() == Rules.preset("nordic", target=300)
+    assert args.run_path == Path("runs/ppo_custom_hand_s0")
+
+
+def test_every_fires_once_each_time_the_count_passes_a_multiple():
+    from rummy500_env.training.common import Every
+
+    every = Every(100, start=150)  # a run resumed at 150 steps: the next is 200
+    assert [s for s in (180, 200, 250, 420, 450, 600, 650) if every.due(s)] == [200, 420, 600]
+
+
+def test_checkpoints_keep_the_last_k_survive_a_failed_write_and_skip_a_damaged_one(
+    tmp_path, capsys
+):
+    from rummy500_env.training.common import Checkpoints
+
+    ckpts = Checkpoints(tmp_path, keep=2)
+
+    def saver(state):
+        return lambda path: path.write_text(json.dumps(state))
+
+    for steps in (100, 200, 300):
+        ckpts.save({"timesteps": steps}, saver({"timesteps": steps}), suffix=".json")
+    names = ["step_0000000300.json", "step_0000000200.json"]
+    assert [p.name for p in ckpts.paths()] == names
+    assert json.loads((tmp_path / "state.json").read_text())["checkpoint"] == names[0]
+
+    def crash(path):
+        path.write_text("half a checkpoint")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        ckpts.save({"timesteps": 400}, crash, suffix=".json")
+    assert [p.name for p in ckpts.paths()] == names  # the half-written one never got a name
+
+    ckpts.paths()[0].write_text('{"timesteps": 3')  # cut short
+    state = ckpts.load(lambda path: json.loads(path.read_text()))
+    assert state == {"timesteps": 200, "checkpoint": names[1]}
+    assert f"skipping unreadable checkpoint {names[0]}" in capsys.readouterr().err
+
+    def other_network(path):
+        raise ConfigError("holds another network")
+
+    with pytest.raises(ConfigError, match="another network"):  # not damage: no fallback
+        ckpts.load(other_network)
+    with pytest.raises(ConfigError, match="no checkpoint yet"):
+        Checkpoints(tmp_path / "empty", keep=2).load(other_network)
 
 
 def test_opponents_and_eval_bots_are_any_agent_specs():

@@ -16,7 +16,6 @@ docs/play.md has the details and the record format.
 from __future__ import annotations
 
 import argparse
-import json
 import socket
 import sys
 import threading
@@ -34,61 +33,13 @@ PLAYERS = (2, 3, 4)
 EXTRA_HINT = 'the play page needs its extra: pip install -e ".[play]" (in a checkout)'
 
 
-def parse_rules(text: str, players: int | None) -> Rules:
-    """``--rules``: a preset, then any ``field=value`` overrides, comma separated
-    (``nordic``, ``standard,target=300``, ``target=300``), or a JSON object of fields as
-    ``training.evaluate`` takes it (``{"preset": "nordic", "target": 300}``); ``--players``
-    sets the players.
-
-    >>> parse_rules("nordic,target=300", 3).players, parse_rules("nordic,target=300", 3).target
-    (3, 300)
-    """
-    preset, fields = _rules_json(text) if text.lstrip().startswith("{") else _rules_text(text)
-    if players is not None:
-        if fields.get("players", players) != players:
-            raise RulesError(f"--rules says players={fields['players']} but --players {players}")
-        fields["players"] = players
-    rules = Rules.preset(preset, **fields)
+def page_rules(text: str, players: int | None) -> Rules:
+    """``--rules`` (`Rules.parse`: a preset, ``preset,field=value,...`` or a JSON object) with
+    ``--players``, for a table the page can lay out."""
+    rules = Rules.parse(text, players=players)
     if rules.players not in PLAYERS:
         raise RulesError(f"players={rules.players}: the play page seats 2 to 4 players")
     return rules
-
-
-def _rules_text(text: str) -> tuple[str, dict[str, Any]]:
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    preset = parts.pop(0) if parts and "=" not in parts[0] else "standard"
-    fields: dict[str, Any] = {}
-    for part in parts:
-        key, eq, value = part.partition("=")
-        if not eq or not key.strip():
-            raise RulesError(
-                f"--rules: expected field=value after the preset, got {part!r} "
-                "(e.g. --rules standard,target=300)"
-            )
-        fields[key.strip()] = _value(value.strip())
-    return preset, fields
-
-
-def _rules_json(text: str) -> tuple[str, dict[str, Any]]:
-    try:
-        fields = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise RulesError(f"--rules {text!r} is not valid JSON: {e}") from None
-    if not isinstance(fields, dict):
-        raise RulesError(f"--rules {text!r}: give a preset and fields, or a JSON object")
-    return str(fields.pop("preset", "standard")), fields
-
-
-def _value(text: str) -> Any:
-    """A field value from text: true/false, none, an int, or the text itself."""
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("none", "null"):
-        return None
-    if text.lstrip("-").isdigit():
-        return int(text)
-    return text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -103,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--rules",
         default="standard",
-        help=f"a preset ({', '.join(PRESETS)}) and field=value overrides, comma separated",
+        help=f"a preset ({', '.join(PRESETS)}) and field=value overrides, comma separated, "
+        "or a JSON object of rules fields",
     )
     ap.add_argument(
         "--players", type=int, choices=PLAYERS, default=None, help="seats, you included (2)"
@@ -164,7 +116,7 @@ def _play_app(args: argparse.Namespace) -> tuple[Any, str]:
     from rummy500_env.play.store import default_data_dir
     from rummy500_env.play.table import Setup
 
-    rules = parse_rules(args.rules, args.players)
+    rules = page_rules(args.rules, args.players)
     spec = args.opponent
     if parse_spec(spec).kind == "policy":
         spec = str(Path(spec).resolve())  # saved games name the file wherever the server runs

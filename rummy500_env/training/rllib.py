@@ -25,12 +25,14 @@ How it is built, on RLlib's new API stack (RLModule, Learner, EnvRunner):
   (``snapshot_0`` ...), which share the pool weight ``self``. Every ``snapshot_every`` env
   steps the oldest copy is overwritten with the learner's current weights. Only ``learner``
   is trained.
-* Checkpoints are RLlib's (``algo.save_to_path``) plus ``state.json``; ``--resume RUN_DIR``
-  rebuilds the algorithm from the run's ``config.json`` (any flag given again overrides it, so
-  a run can move to a cluster with more env runners) and restores the last checkpoint.
+* Checkpoints are RLlib's (``algo.save_to_path``) with the run's counters inside
+  (``run_state.json``); ``--resume RUN_DIR`` rebuilds the algorithm from the run's
+  ``config.json`` (any flag given again overrides it, so a run can move to a cluster with more
+  env runners) and restores the newest readable checkpoint.
 * TensorBoard: the numeric results of every iteration (episode returns per module, losses,
   throughput) under ``tb/``; periodic evaluations against the bots go to
-  ``evaluations.csv`` and ``learning_curve.png`` as in `training.ppo`.
+  ``evaluations.csv`` and ``learning_curve.png`` as in `training.ppo`: the run folder,
+  checkpoint files, export, evaluations and report are `rummy500_env.training.common`'s.
 
     python -m training.rllib                                     # the packaged config "rllib"
     python -m training.rllib --num-env-runners 2 --total-timesteps 200000
@@ -48,7 +50,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import shutil
 import sys
 import time
 import zlib
@@ -59,22 +60,20 @@ from typing import Any
 import numpy as np
 
 import rummy500_env
-from rummy500_env.agents.policy import (
-    build_network,
-    current_encoding,
-    save_policy,
-)
+from rummy500_env.agents.policy import build_network, current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import Rules
-from rummy500_env.training import ppo
-from rummy500_env.training.arena import parse_rules
-from rummy500_env.training.ppo import (
-    ConfigError,
-    append_evaluation,
-    git_commit,
-    jsonable,
-    learning_curve,
+from rummy500_env.training import common
+from rummy500_env.training.common import (
+    Every,
+    RunFolder,
+    TrainArgs,
+    args_of,
+    check_ppo,
+    command_line,
+    require,
+    require_positive_ints,
     write_json,
 )
 
@@ -89,7 +88,6 @@ try:  # RLlib's classes are the bases of the modules below; without the extra, s
 except ModuleNotFoundError as _missing:
     RAY_MISSING = _missing
 
-DEFAULT_CONFIG = "rllib"
 LEARNER = "learner"
 """The module id of the trained policy."""
 SNAPSHOT = "snapshot_{}"
@@ -110,15 +108,25 @@ def require_ray() -> None:
 
 
 @dataclass
-class Args:
+class Args(TrainArgs):
     """Multi-agent self-play PPO for Rummy 500 on Ray RLlib."""
 
-    rules: str = "standard"
-    """Rules the policy plays: a preset name or a JSON object of rules fields."""
-    episode: str = "hand"
-    """Training episode: "hand" (reward: hand score difference / 100) or "game" (win/loss)."""
+    TRAINER = "rllib"
+    STEPS = "env steps"
+
     total_timesteps: int = 100_000
     """Env steps to sample (every seat's decisions; a resumed run continues to the same total)."""
+    opponents: dict[str, float] = field(
+        default_factory=lambda: {"random": 0.1, "greedy": 0.4, "expert": 0.3, "self": 0.2}
+    )
+    """Sampling weights of the opponent pool, by agent spec (see `rummy500_env.agents.registry`);
+    "self" is shared by the frozen snapshots of the learner."""
+    max_snapshots: int = 3
+    """Frozen copies of the learner in the pool (all start as the initial learner)."""
+    eval_every: int = 50_000
+    """Env steps between evaluations against the bots."""
+    eval_games: int = 20
+    """Games (duplicate deals, both seats) per bot at each periodic evaluation."""
     address: str | None = None
     """Ray cluster to join ("auto" on a cluster node, or "ray://HEAD:10001"); None starts a
     local Ray instance with `num_cpus` CPUs."""
@@ -165,94 +173,45 @@ class Args:
     """Hidden layer widths of the actor and of the critic (separate networks)."""
     activation: str = "tanh"
     """Hidden activation: tanh or relu."""
-    opponents: dict[str, float] = field(
-        default_factory=lambda: {"random": 0.1, "greedy": 0.4, "expert": 0.3, "self": 0.2}
-    )
-    """Sampling weights of the opponent pool, by agent spec (see `rummy500_env.agents.registry`);
-    "self" is shared by the frozen snapshots of the learner."""
-    snapshot_every: int = 50_000
-    """Env steps between snapshots (the oldest frozen copy takes the learner's weights)."""
-    max_snapshots: int = 3
-    """Frozen copies of the learner in the pool (all start as the initial learner)."""
-    checkpoint_every: int = 50_000
-    """Env steps between checkpoints."""
-    keep_checkpoints: int = 3
-    """Checkpoints kept (older ones are deleted)."""
-    eval_every: int = 50_000
-    """Env steps between evaluations against the bots."""
-    eval_games: int = 20
-    """Games (duplicate deals, both seats) per bot at each periodic evaluation."""
-    final_eval_games: int = 100
-    """Games per bot in the final evaluation stored with the policy."""
-    eval_bots: tuple[str, ...] = ("random", "greedy", "expert")
-    """Agent specs to evaluate against."""
-    seed: int = 0
-    """Seeds Python, numpy, torch and RLlib."""
-    run_dir: str | None = None
-    """Run folder; default runs/rllib_<rules>_<episode>_s<seed>."""
-    export: str | None = None
-    """Also copy the final policy here."""
-
-    @property
-    def run_path(self) -> Path:
-        name = self.rules if not self.rules.lstrip().startswith("{") else "custom"
-        return Path(self.run_dir or f"runs/rllib_{name}_{self.episode}_s{self.seed}")
-
-    def game_rules(self) -> Rules:
-        return parse_rules(self.rules)
 
     def network_spec(self) -> dict[str, Any]:
         """The ``network`` entry of the exported policy's metadata (the flat ``mlp``)."""
         return {"kind": "mlp", "net_arch": list(self.net_arch), "activation": self.activation}
 
+    def evaluation_backend(self, final: bool) -> dict[str, Any]:
+        """Evaluation games run as Ray tasks on the training's own Ray instance or cluster."""
+        return {"workers": max(1, int(self.num_cpus)), "ray": True, "address": self.address}
+
     def validate(self) -> None:
         """Raise `ConfigError` for values that cannot train, naming what is allowed."""
-
-        need = ppo.check_common(self)
-        for name in (
-            "total_timesteps",
-            "num_cpus",
-            "num_envs_per_env_runner",
-            "train_batch_size",
-            "batch_size",
-            "n_epochs",
-            "snapshot_every",
-            "max_snapshots",
-            "checkpoint_every",
-            "keep_checkpoints",
-            "eval_every",
-            "eval_games",
-            "final_eval_games",
-        ):
-            need(_positive_int(getattr(self, name)), name, "use an int >= 1")
+        super().validate()
+        check_ppo(self)
+        require_positive_ints(
+            self, "num_cpus", "num_envs_per_env_runner", "train_batch_size", "batch_size"
+        )
         for name in ("num_env_runners", "num_learners"):
-            need(_positive_int(getattr(self, name) + 1), name, "use an int >= 0")
+            value = getattr(self, name)
+            require(self, type(value) is int and value >= 0, name, "use an int >= 0")
         for name in ("num_cpus_per_env_runner", "num_cpus_per_learner", "num_gpus_per_learner"):
-            need(getattr(self, name) >= 0, name, "use a number >= 0")
-        need(self.sample_timeout_s > 0, "sample_timeout_s", "use a number of seconds > 0")
-        need(self.kl_coeff >= 0, "kl_coeff", "use a number >= 0")
-        need(
+            require(self, getattr(self, name) >= 0, name, "use a number >= 0")
+        require(self, self.sample_timeout_s > 0, "sample_timeout_s", "use a number of seconds > 0")
+        require(self, self.kl_coeff >= 0, "kl_coeff", "use a number >= 0")
+        require(
+            self,
             self.batch_size <= self.train_batch_size,
             "batch_size",
             f"use at most train_batch_size = {self.train_batch_size}",
         )
 
 
-def _positive_int(value: Any) -> bool:
-    return type(value) is int and value >= 1
-
-
-# --- configuration (the YAML and command line conventions of training.ppo)
-
-
 def args_from_dict(data: dict[str, Any]) -> Args:
     """Args from a dict, rejecting unknown fields with the list of known ones."""
-    return ppo.args_of(Args, data)
+    return args_of(Args, data)
 
 
 def parse_args(argv: list[str]) -> tuple[Args, bool]:
     """(args, resuming) from the command line, as `training.ppo` reads its own."""
-    return ppo.command_line(Args, argv, DEFAULT_CONFIG, "python -m training.rllib", __doc__)
+    return command_line(Args, argv, __doc__)
 
 
 # --- the opponent pool
@@ -480,7 +439,7 @@ def start_ray(args: Args) -> None:
     register_env("rummy500_v0", make_env)
 
 
-# --- weights: snapshots and export
+# --- weights: snapshots and the exported network
 
 
 def learner_weights(algo: Any) -> dict[str, Any]:
@@ -502,21 +461,16 @@ def policy_network(weights: dict[str, Any], args: Args) -> Any:
     return net
 
 
+def learner_policy(algo: Any, args: Args) -> Any:
+    """The learner as the policy network that is exported and evaluated."""
+    return policy_network(learner_weights(algo), args)
+
+
 def export_policy(
     algo: Any, args: Args, path: str | Path, timesteps: int, extra: dict[str, Any] | None = None
 ) -> None:
-    """Write the learner as an exported policy file, with the metadata `training.ppo` writes."""
-    rules = args.game_rules()
-    meta = {
-        "package_version": rummy500_env.__version__,
-        "commit": git_commit(),
-        "encoding": current_encoding(rules),
-        "rules": rules.to_dict(),
-        "network": args.network_spec(),
-        "training": {**jsonable(args), "trainer": "rllib", "timesteps": timesteps},
-    }
-    meta.update(extra or {})
-    save_policy(path, policy_network(learner_weights(algo), args), meta)
+    """Write the learner as an exported policy file (`common.export_policy`)."""
+    common.export_policy(learner_policy(algo, args), args, path, timesteps, extra)
 
 
 def take_snapshot(algo: Any, state: dict[str, Any], args: Args) -> str | None:
@@ -539,46 +493,7 @@ def take_snapshot(algo: Any, state: dict[str, Any], args: Args) -> str | None:
     return slot
 
 
-# --- checkpoints, evaluation, TensorBoard
-
-
-def save_checkpoint(algo: Any, args: Args, run: Path, state: dict[str, Any]) -> Path:
-    """Save the algorithm atomically (a temporary folder, then a rename); keep the last K."""
-    ckpt_dir = run / "checkpoints"
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    name = f"step_{state['timesteps']:010d}"
-    tmp = ckpt_dir / f".{name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    algo.save_to_path(str(tmp.resolve()))
-    shutil.rmtree(ckpt_dir / name, ignore_errors=True)
-    tmp.replace(ckpt_dir / name)
-    state["checkpoint"] = name
-    write_json(run / "state.json", state)
-    for old in sorted(ckpt_dir.glob("step_*"))[: -args.keep_checkpoints]:
-        shutil.rmtree(old)
-    return ckpt_dir / name
-
-
-def evaluate_policy_file(path: Path, args: Args, games: int) -> dict[str, Any]:
-    """Duplicate-deal games to the target against each bot (training.evaluate), spread over
-    the same Ray instance or cluster as the training."""
-    from rummy500_env.training.evaluate import Config, run
-
-    cfg = Config(
-        [str(path), *args.eval_bots],
-        games=games,
-        rules=args.rules,
-        episode="game",
-        workers=max(1, int(args.num_cpus)),
-        seed=args.seed + 1,
-        out=str(path.parent / "evaluate"),
-        ray=True,
-        address=args.address,
-    )
-    summary = run(cfg, progress=False)
-    label = summary["pairs"][0]["a"]
-    keys = ("games", "wins_a", "wins_b", "draws", "win_rate_a", "win_rate_a_ci95", "margin_a")
-    return {row["b"]: {k: row[k] for k in keys} for row in summary["pairs"] if row["a"] == label}
+# --- results of an iteration
 
 
 def scalars(result: dict[str, Any], prefix: str = "") -> dict[str, float]:
@@ -607,58 +522,44 @@ def sampled(result: dict[str, Any]) -> int:
     return steps
 
 
-# --- training
+# --- checkpoints and training
+
+COUNTERS = "run_state.json"
+"""The run's counters at a checkpoint, saved inside its folder beside RLlib's files."""
 
 
-class Every:
-    """True each time the step count passes a multiple of `interval` (counted from where a
-    resumed run starts)."""
+def save_checkpoint(algo: Any, run: RunFolder, state: dict[str, Any]) -> Path:
+    """The algorithm (RLlib's ``save_to_path``) and the run's counters, as one checkpoint
+    folder (`Checkpoints.save`: atomic, the last K kept)."""
 
-    def __init__(self, interval: int, start: int) -> None:
-        self.interval = interval
-        self.next = (start // interval + 1) * interval
+    def write(folder: Path) -> None:
+        algo.save_to_path(str(folder.resolve()))
+        write_json(folder / COUNTERS, state)
 
-    def due(self, steps: int) -> bool:
-        if steps < self.next:
-            return False
-        self.next = (steps // self.interval + 1) * self.interval
-        return True
+    return run.checkpoints.save(state, write)
 
 
-def _prepare_run(args: Args, resume: bool) -> tuple[Path, dict[str, Any]]:
-    """The run folder and its state: a new run writes ``config.json``; a resumed one needs a
-    checkpoint."""
-    run = args.run_path
-    if resume:
-        path = run / "state.json"
-        state = json.loads(path.read_text()) if path.exists() else None
-        if not state or not state.get("checkpoint"):
-            raise ConfigError(f"--resume {str(run)!r}: no checkpoint yet; start it again")
-        return run, state
-    if (run / "checkpoints").exists() and any((run / "checkpoints").glob("step_*")):
-        raise ConfigError(
-            f"{str(run)!r} already holds a run: pass --resume {run} to continue it, or choose "
-            "another --run-dir"
-        )
-    run.mkdir(parents=True, exist_ok=True)
-    write_json(run / "config.json", jsonable(args))
-    state = {
-        "timesteps": 0,
-        "iterations": 0,
-        "checkpoint": None,
-        "next_snapshot": 0,
-        "snapshots": {},
-        "wall_s": 0.0,
-    }
-    return run, state
+def restore(algo: Any, path: Path) -> dict[str, Any]:
+    """Restore the algorithm from checkpoint `path` and return the run's counters there. A
+    checkpoint written before checkpoints held their counters resumes when the run's
+    ``state.json`` names it (its last one)."""
+    own = path / COUNTERS
+    if own.is_file():
+        state: dict[str, Any] = json.loads(own.read_text())
+    else:
+        state = json.loads((path.parent.parent / "state.json").read_text())
+        if state.get("checkpoint") != path.name:
+            raise FileNotFoundError(f"no {COUNTERS} in it, and state.json names another")
+    algo.restore_from_path(str(path.resolve()))
+    return state
 
 
-def _iterate(algo: Any, args: Args, run: Path, state: dict[str, Any], writer: Any) -> None:
+def iterate(algo: Any, args: Args, run: RunFolder, state: dict[str, Any]) -> None:
     """Train until ``total_timesteps``: snapshots, checkpoints and evaluations on the way."""
     start = state["timesteps"]
-    snap = Every(args.snapshot_every, start)
-    ckpt = Every(args.checkpoint_every, start)
-    evaluate = Every(args.eval_every, start)
+    snapshot = Every(args.snapshot_every, start)
+    checkpoint = Every(args.checkpoint_every, start)
+    evaluation = Every(args.eval_every, start)
     while state["timesteps"] < args.total_timesteps:
         t = time.time()
         result = algo.train()
@@ -667,7 +568,7 @@ def _iterate(algo: Any, args: Args, run: Path, state: dict[str, Any], writer: An
         state["iterations"] += 1
         steps = state["timesteps"]
         for tag, value in scalars(result).items():
-            writer.add_scalar(tag, value, steps)
+            run.writer.add_scalar(tag, value, steps)
         returns = result["env_runners"].get("module_episode_returns_mean", {})
         shown = f"{returns[LEARNER]:+.3f}" if LEARNER in returns else "n/a"
         print(
@@ -675,59 +576,27 @@ def _iterate(algo: Any, args: Args, run: Path, state: dict[str, Any], writer: An
             f"/s), learner mean episode return {shown}",
             flush=True,
         )
-        if snap.due(steps):
+        if snapshot.due(steps):  # first, so that a checkpoint holds it
             take_snapshot(algo, state, args)
-        if ckpt.due(steps):
-            save_checkpoint(algo, args, run, state)
-        if evaluate.due(steps):
-            path = run / "eval_policy.pt"
-            export_policy(algo, args, path, steps)
-            row: dict[str, Any] = {"timesteps": steps}
-            for bot, r in evaluate_policy_file(path, args, args.eval_games).items():
-                writer.add_scalar(f"eval/win_rate_vs_{bot}", r["win_rate_a"], steps)
-                row[f"win_rate_vs_{bot}"] = r["win_rate_a"]
-            append_evaluation(run, row)
+        if checkpoint.due(steps):
+            save_checkpoint(algo, run, state)
+        if steps < args.total_timesteps and evaluation.due(steps):
+            run.evaluate(learner_policy(algo, args), steps, args.eval_games)
 
 
-def _run_training(
-    algo: Any, args: Args, run: Path, state: dict[str, Any], resume: bool, began: float
-) -> tuple[Path, dict[str, Any]]:
-    """Restore or start, train, checkpoint, export, evaluate, export with the evaluation."""
-    from torch.utils.tensorboard import SummaryWriter
-
-    writer = SummaryWriter(str(run / "tb"))
-    writer.add_text("config", json.dumps(jsonable(args), indent=1))
-    try:
-        if resume:
-            algo.restore_from_path(str((run / "checkpoints" / state["checkpoint"]).resolve()))
-            print(f"resumed from {state['checkpoint']} at {state['timesteps']} env steps")
-        else:
-            take_snapshot(algo, state, args)  # every frozen copy starts as the initial learner
-        _iterate(algo, args, run, state, writer)
-    finally:
-        writer.close()
-    save_checkpoint(algo, args, run, state)
+def learn(algo: Any, args: Args, run: RunFolder, resume: bool, began: float) -> Path:
+    """Restore or start, train, checkpoint, then the final evaluation and export."""
+    if resume:
+        state = run.checkpoints.load(lambda path: restore(algo, path))
+        print(f"resumed from {state['checkpoint']} at {state['timesteps']} env steps")
+    else:
+        state = {"timesteps": 0, "iterations": 0, "checkpoint": None, "next_snapshot": 0}
+        state |= {"snapshots": {}, "wall_s": 0.0}
+        take_snapshot(algo, state, args)  # every frozen copy starts as the initial learner
+    iterate(algo, args, run, state)
     state["wall_s"] = state.get("wall_s", 0.0) + time.time() - began
-    write_json(run / "state.json", state)
-    policy = run / "policy.pt"
-    export_policy(algo, args, policy, state["timesteps"])
-    print(
-        f"evaluating against {', '.join(args.eval_bots)} "
-        f"({args.final_eval_games} games each, duplicate deals)...",
-        flush=True,
-    )
-    results = evaluate_policy_file(policy, args, args.final_eval_games)
-    append_evaluation(
-        run,
-        {
-            "timesteps": state["timesteps"],
-            **{f"win_rate_vs_{b}": r["win_rate_a"] for b, r in results.items()},
-        },
-    )
-    evaluation = {"games_per_bot": args.final_eval_games, "episode": "game", "results": results}
-    extra = {"evaluation": evaluation, "wall_s": state["wall_s"]}
-    export_policy(algo, args, policy, state["timesteps"], extra)
-    return policy, results
+    save_checkpoint(algo, run, state)
+    return run.finish(learner_policy(algo, args), state)
 
 
 def train(args: Args, resume: bool = False) -> Path:
@@ -738,40 +607,21 @@ def train(args: Args, resume: bool = False) -> Path:
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
-    run, state = _prepare_run(args, resume)
     began = time.time()
-    print(f"run folder: {run}\nconfig: {json.dumps(jsonable(args))}", flush=True)
+    run = RunFolder(args, resume)
+    run.announce()
     owns_ray = not ray.is_initialized()
     start_ray(args)
     try:
         algo = build_config(args).build_algo()
         try:
-            policy, results = _run_training(algo, args, run, state, resume, began)
+            return learn(algo, args, run, resume, began)
         finally:
             algo.stop()
     finally:
+        run.writer.close()
         if owns_ray:
             ray.shutdown()
-    learning_curve(run)
-    _report(args, policy, results, state)
-    return policy
-
-
-def _report(args: Args, policy: Path, results: dict[str, Any], state: dict[str, Any]) -> None:
-    for bot, r in results.items():
-        lo, hi = r["win_rate_a_ci95"]
-        print(
-            f"  vs {bot:<7} win rate {r['win_rate_a']:.1%} (95% CI {lo:.1%}-{hi:.1%}), "
-            f"mean final margin {r['margin_a']:+.0f}"
-        )
-    if args.export:
-        Path(args.export).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.export).write_bytes(policy.read_bytes())
-        print(f"copied the policy to {args.export}")
-    print(
-        f"saved {policy} ({state['timesteps']} env steps, {state['wall_s']:.0f}s); evaluate it "
-        f"with: python -m training.evaluate {policy} greedy expert"
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

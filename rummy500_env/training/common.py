@@ -1,0 +1,566 @@
+"""What every trainer of this package shares, so that `training.ppo` and `training.rllib` each
+read as a script about its own algorithm.
+
+* Settings: `TrainArgs`, the settings of a run (rules, budget, opponents, intervals,
+  evaluation, folders) that each trainer's ``Args`` extends with its algorithm's, and their
+  checks (`ConfigError` names the field, its value and what is allowed; `check_ppo` for the
+  numbers both PPO trainers take). `command_line` reads them: a packaged YAML config or a
+  file (``--config``), a run's own ``config.json`` (``--resume RUN_DIR``), then tyro's flags.
+* The run folder (`RunFolder`): ``config.json``, ``state.json`` (the counters at the last
+  checkpoint), ``checkpoints/`` (`Checkpoints`: written atomically, named by step count, the
+  last K kept, a damaged newest one skipped for the one before), ``tb/`` (TensorBoard),
+  ``evaluations.csv``, ``learning_curve.png`` and, at the end, ``policy.pt``.
+* The exported policy (`export_policy`): the actor's torch state dict with the same metadata
+  from either trainer, so `PolicyAgent.load` and ``training.evaluate`` take both.
+* Evaluation during training (`RunFolder.evaluate`: duplicate-deal games against the bots,
+  `training.tournament`) and the final report (`RunFolder.finish`).
+* `Every`: the one interval scheduler (snapshots, checkpoints and evaluations every N steps).
+"""
+
+from __future__ import annotations
+
+import abc
+import csv
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, TypeVar
+
+import torch.nn as nn
+
+import rummy500_env
+from rummy500_env.agents.networks import ACTIVATIONS
+from rummy500_env.agents.policy import current_encoding, save_policy
+from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec
+from rummy500_env.engine.errors import RulesError, Rummy500Error
+from rummy500_env.engine.rules import Rules
+
+CONFIGS = Path(__file__).resolve().parent / "configs"
+"""The packaged configs (YAML files of ``Args`` fields), installed with the package."""
+BOTS = ("random", "greedy", "expert")
+"""The default opponents and evaluation bots; any agent spec is allowed (see `check_spec`)."""
+
+
+class ConfigError(Rummy500Error):
+    """A bad training configuration value: names the field, the value and what is allowed."""
+
+
+# --- settings
+
+
+@dataclass
+class TrainArgs(abc.ABC):
+    """The settings every trainer's run has; a trainer's ``Args`` adds its algorithm's."""
+
+    TRAINER: ClassVar[str]
+    """The trainer's name: its packaged config, its run folders' prefix, ``training.trainer`` in
+    the policy's metadata, ``python -m training.<TRAINER>``."""
+    STEPS: ClassVar[str] = "timesteps"
+    """What `total_timesteps` counts, in messages."""
+
+    rules: str = "standard"
+    """Rules the policy plays: a preset, a preset and field=value overrides
+    (standard,target=300) or a JSON object of rules fields."""
+    episode: str = "hand"
+    """Training episode: "hand" (reward: hand score difference / 100) or "game" (win/loss)."""
+    total_timesteps: int = 300_000
+    """Steps to train for: the learner's decisions (training.ppo) or every seat's env steps
+    (training.rllib); a resumed run continues to the same total."""
+    opponents: dict[str, float] = field(
+        default_factory=lambda: {"random": 0.1, "greedy": 0.4, "expert": 0.2, "self": 0.3}
+    )
+    """Sampling weights of the opponent pool, by agent spec (see `rummy500_env.agents.registry`);
+    "self" is shared by the frozen snapshots of the learner."""
+    snapshot_every: int = 50_000
+    """Steps between frozen snapshots of the learner added to the pool (training.rllib: the
+    oldest frozen copy takes the learner's weights)."""
+    max_snapshots: int = 5
+    """Snapshots kept in the pool (the oldest leave first)."""
+    checkpoint_every: int = 50_000
+    """Steps between checkpoints."""
+    keep_checkpoints: int = 3
+    """Checkpoints kept (older ones are deleted)."""
+    eval_every: int = 100_000
+    """Steps between evaluations against the bots."""
+    eval_games: int = 40
+    """Games (duplicate deals, both seats) per bot at each periodic evaluation."""
+    final_eval_games: int = 100
+    """Games per bot in the final evaluation stored with the policy."""
+    eval_bots: tuple[str, ...] = BOTS
+    """Agent specs to evaluate against."""
+    seed: int = 0
+    """Seeds Python, numpy, torch and the games (training.rllib: and RLlib)."""
+    run_dir: str | None = None
+    """Run folder; default runs/<trainer>_<rules>_<episode>_s<seed>."""
+    export: str | None = None
+    """Also copy the final policy here (e.g. models/rummy500-ppo-standard.pt)."""
+
+    @property
+    def run_path(self) -> Path:
+        name = self.rules.strip() if self.rules.strip().isidentifier() else "custom"
+        return Path(self.run_dir or f"runs/{self.TRAINER}_{name}_{self.episode}_s{self.seed}")
+
+    def game_rules(self) -> Rules:
+        return Rules.parse(self.rules)
+
+    @abc.abstractmethod
+    def network_spec(self) -> dict[str, Any]:
+        """The ``network`` entry of the exported policy's metadata."""
+
+    def evaluation_backend(self, final: bool) -> dict[str, Any]:
+        """Where evaluation games run (`tournament.Config` fields): one process while training,
+        up to two for the final evaluation."""
+        return {"workers": min(2, os.cpu_count() or 1) if final else 1}
+
+    def validate(self) -> None:
+        """Raise `ConfigError` for values that cannot train, naming what is allowed; a
+        trainer's ``Args`` adds the checks of its own fields."""
+        try:
+            self.game_rules()
+        except RulesError as e:
+            raise ConfigError(str(e)) from None
+        require(self, self.episode in ("hand", "game"), "episode", "use 'hand' or 'game'")
+        require_positive_ints(
+            self,
+            "total_timesteps",
+            "snapshot_every",
+            "max_snapshots",
+            "checkpoint_every",
+            "keep_checkpoints",
+            "eval_every",
+            "eval_games",
+            "final_eval_games",
+        )
+        require(
+            self,
+            all(name == "self" or is_spec(name) for name in self.opponents)
+            and all(w >= 0 for w in self.opponents.values())
+            and sum(self.opponents.values()) > 0,
+            "opponents",
+            f"give weights >= 0, not all zero, to self (the snapshots) or agents: {ALLOWED}",
+        )
+        require(
+            self,
+            len(self.eval_bots) >= 1 and all(is_spec(name) for name in self.eval_bots),
+            "eval_bots",
+            f"give one or more agents: {ALLOWED}",
+        )
+
+
+class PPONumbers(Protocol):
+    """The hyperparameters both PPO trainers take, under the same names."""
+
+    learning_rate: float
+    gamma: float
+    gae_lambda: float
+    clip_range: float
+    ent_coef: float
+    vf_coef: float
+    n_epochs: int
+    net_arch: tuple[int, ...]
+    activation: str
+
+
+def check_ppo(args: PPONumbers) -> None:
+    """Raise `ConfigError` for PPO hyperparameters that cannot train."""
+    require(args, 0 < args.learning_rate < 1, "learning_rate", "use a number in (0, 1)")
+    require(args, 0 < args.gamma <= 1, "gamma", "use a number in (0, 1]")
+    require(args, 0 < args.gae_lambda <= 1, "gae_lambda", "use a number in (0, 1]")
+    require(args, 0 < args.clip_range < 1, "clip_range", "use a number in (0, 1)")
+    for name in ("ent_coef", "vf_coef"):
+        require(args, getattr(args, name) >= 0, name, "use a number >= 0")
+    require_positive_ints(args, "n_epochs")
+    require(
+        args,
+        len(args.net_arch) >= 1 and all(w >= 1 for w in args.net_arch),
+        "net_arch",
+        "give one or more positive layer widths",
+    )
+    require(args, args.activation in ACTIVATIONS, "activation", f"use one of {tuple(ACTIVATIONS)}")
+
+
+def require(args: object, ok: bool, name: str, allowed: str) -> None:
+    """Raise `ConfigError` naming field `name`, its value and what is `allowed`, unless `ok`."""
+    if not ok:
+        raise ConfigError(f"{name}={getattr(args, name)!r} is not allowed: {allowed}")
+
+
+def require_positive_ints(args: object, *names: str) -> None:
+    for name in names:
+        value = getattr(args, name)
+        require(args, type(value) is int and value >= 1, name, "use an int >= 1")
+
+
+def is_spec(name: str) -> bool:
+    try:
+        check_spec(name)
+    except AgentSpecError:
+        return False
+    return True
+
+
+# --- configuration files and the command line
+
+
+def config_path(name_or_path: str | Path) -> Path:
+    """A packaged config by name (``ppo``, ``ppo_long``, ``rllib``), or a YAML file by path."""
+    packaged = CONFIGS / f"{name_or_path}.yaml"
+    if packaged.is_file():
+        return packaged
+    path = Path(name_or_path)
+    if not path.is_file():
+        names = sorted(p.stem for p in CONFIGS.glob("*.yaml"))
+        raise ConfigError(
+            f"no config file {str(name_or_path)!r}: give a packaged config ({', '.join(names)}) "
+            "or the path of a YAML file"
+        )
+    return path
+
+
+def load_yaml(name_or_path: str | Path) -> dict[str, Any]:
+    import yaml
+
+    path = config_path(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{str(path)!r} is not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{str(path)!r} must hold a mapping of Args fields")
+    return data
+
+
+A = TypeVar("A", bound=TrainArgs)
+
+
+def args_of(cls: type[A], data: dict[str, Any]) -> A:
+    """A trainer's ``Args`` from a dict (YAML, ``config.json``), rejecting unknown fields with
+    the list of known ones."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"unknown config field(s) {unknown}; known: {sorted(known)}")
+    data = dict(data)
+    for key in ("net_arch", "eval_bots"):
+        if key in data and isinstance(data[key], list):
+            data[key] = tuple(data[key])
+    if isinstance(data.get("rules"), dict):
+        data["rules"] = json.dumps(data["rules"])
+    try:
+        return cls(**data)
+    except TypeError as e:
+        raise ConfigError(str(e)) from None
+
+
+def command_line(cls: type[A], argv: list[str], description: str | None) -> tuple[A, bool]:
+    """(args, resuming) from the command line: ``--config PATH`` picks the YAML defaults (the
+    trainer's packaged config by default), ``--resume RUN_DIR`` reloads a run's config; other
+    flags override fields (tyro). The result is validated."""
+    import tyro
+
+    argv = list(argv)
+    resume = _pop_option(argv, "--resume")
+    config = _pop_option(argv, "--config")
+    if resume is not None:
+        saved = Path(resume) / "config.json"
+        if not saved.is_file():
+            raise ConfigError(f"--resume {resume!r}: no run there (no config.json)")
+        base = args_of(cls, json.loads(saved.read_text()))
+    else:
+        base = args_of(cls, load_yaml(config or cls.TRAINER))
+    prog = f"python -m training.{cls.TRAINER}"
+    args = tyro.cli(cls, default=base, args=argv, prog=prog, description=description)
+    if resume is not None:
+        args.run_dir = resume
+    args.validate()
+    return args, resume is not None
+
+
+def _pop_option(argv: list[str], name: str) -> str | None:
+    for i, a in enumerate(argv):
+        if a == name:
+            if i + 1 >= len(argv):
+                raise ConfigError(f"{name} needs a value")
+            value = argv[i + 1]
+            del argv[i : i + 2]
+            return value
+        if a.startswith(name + "="):
+            del argv[i]
+            return a.split("=", 1)[1]
+    return None
+
+
+# --- the interval scheduler
+
+
+class Every:
+    """True each time the step count passes a multiple of `interval` (counted from where a
+    resumed run starts); once however many multiples one step passed."""
+
+    def __init__(self, interval: int, start: int) -> None:
+        self.interval = interval
+        self.next = (start // interval + 1) * interval
+
+    def due(self, steps: int) -> bool:
+        if steps < self.next:
+            return False
+        self.next = (steps // self.interval + 1) * self.interval
+        return True
+
+
+# --- checkpoints and the run folder
+
+
+class Checkpoints:
+    """A run's ``checkpoints/``: one file or folder per checkpoint, ``step_<steps>``, and
+    ``state.json`` beside them naming the last one with the run's counters."""
+
+    def __init__(self, run: Path, keep: int) -> None:
+        self.run, self.folder, self.keep = run, run / "checkpoints", keep
+
+    def paths(self) -> list[Path]:
+        """The checkpoints, newest first."""
+        return sorted(self.folder.glob("step_*"), reverse=True)
+
+    def require(self) -> list[Path]:
+        """`paths`, or a `ConfigError` for a run without a checkpoint to resume from."""
+        paths = self.paths()
+        if not paths:
+            raise ConfigError(f"--resume {str(self.run)!r}: no checkpoint yet; start it again")
+        return paths
+
+    def save(self, state: dict[str, Any], write: Callable[[Path], None], suffix: str = "") -> Path:
+        """A checkpoint of `state["timesteps"]`, written atomically: `write` fills a temporary
+        path (a file or a folder), renamed once complete, so a run killed meanwhile keeps its
+        previous checkpoint; then ``state.json`` names it and the oldest beyond `keep` go."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"step_{state['timesteps']:010d}{suffix}"
+        tmp = self.folder / f".{path.name}.tmp"
+        _remove(tmp)
+        write(tmp)
+        if path.is_dir():  # os.replace overwrites a file, not a folder
+            shutil.rmtree(path)
+        tmp.replace(path)
+        state["checkpoint"] = path.name
+        write_json(self.run / "state.json", state)
+        for old in self.paths()[self.keep :]:
+            _remove(old)
+        return path
+
+    def load(self, read: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+        """The counters `read` restores from the newest checkpoint it can read. A damaged newest
+        one (the machine died while it was written elsewhere, or its bytes were cut) is
+        skipped, saying so, for the one before; a `ConfigError` from `read` (a checkpoint of
+        another configuration) stops at once."""
+        for path in self.require():
+            try:
+                state = read(path)
+            except ConfigError:
+                raise
+            except Exception as e:  # torch and RLlib raise many types for damaged bytes
+                print(f"warning: skipping unreadable checkpoint {path.name}: {e}", file=sys.stderr)
+                continue
+            state["checkpoint"] = path.name
+            return state
+        raise ConfigError(
+            f"--resume {str(self.run)!r}: every checkpoint is unreadable; start it again"
+        )
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
+class RunFolder:
+    """A run's folder (see the module docstring), its TensorBoard writer, its evaluations and
+    its final report. A new run writes ``config.json`` and refuses a folder that already holds
+    a run; a resumed one needs a checkpoint."""
+
+    def __init__(self, args: TrainArgs, resume: bool) -> None:
+        self.args, self.path = args, args.run_path
+        self.checkpoints = Checkpoints(self.path, args.keep_checkpoints)
+        if resume:
+            self.checkpoints.require()
+        else:
+            if self.checkpoints.paths():
+                raise ConfigError(
+                    f"{str(self.path)!r} already holds a run: pass --resume {self.path} to "
+                    "continue it, or choose another --run-dir"
+                )
+            self.path.mkdir(parents=True, exist_ok=True)
+            write_json(self.path / "config.json", jsonable(args))
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(str(self.path / "tb"))
+        self.writer.add_text("config", json.dumps(jsonable(args), indent=1))
+
+    def announce(self) -> None:
+        """Print the folder and the settings, as a run starts."""
+        print(f"run folder: {self.path}\nconfig: {json.dumps(jsonable(self.args))}", flush=True)
+
+    def evaluate(
+        self, actor: nn.Module, timesteps: int, games: int, final: bool = False
+    ) -> dict[str, Any]:
+        """Export the learner to ``eval_policy.pt`` and play `games` duplicate-deal games to the
+        target against each of `eval_bots`; the win rates go to TensorBoard and
+        ``evaluations.csv``. Returns the results by bot (games, wins, win rate with its
+        interval, mean final margin with its interval)."""
+        from rummy500_env.training.tournament import Config, run
+
+        args = self.args
+        path = self.path / "eval_policy.pt"
+        export_policy(actor, args, path, timesteps)
+        cfg = Config(
+            [str(path), *args.eval_bots],
+            games=games,
+            rules=args.rules,
+            episode="game",
+            seed=args.seed + 1,
+            out=str(self.path / "evaluate"),
+            **args.evaluation_backend(final),
+        )
+        summary = run(cfg, progress=False)
+        label = summary["pairs"][0]["a"]
+        keys = ["games", "wins_a", "wins_b", "draws", "win_rate_a", "win_rate_a_ci95"]
+        keys += ["margin_a", "margin_a_ci95"]
+        results: dict[str, Any] = {
+            r["b"]: {k: r[k] for k in keys} for r in summary["pairs"] if r["a"] == label
+        }
+        row: dict[str, Any] = {"timesteps": timesteps}
+        for bot, r in results.items():
+            self.writer.add_scalar(f"eval/win_rate_vs_{bot}", r["win_rate_a"], timesteps)
+            self.writer.add_scalar(f"eval/margin_vs_{bot}", r["margin_a"], timesteps)
+            row[f"win_rate_vs_{bot}"] = r["win_rate_a"]
+        self._append_evaluation(row)
+        print("evaluation at", timesteps, {k: v for k, v in row.items() if k != "timesteps"})
+        return results
+
+    def finish(self, actor: nn.Module, state: dict[str, Any]) -> Path:
+        """The end of a run: the final evaluation, ``policy.pt`` with its results, the learning
+        curve, the results printed and the ``--export`` copy. Returns the policy's path."""
+        args, steps = self.args, state["timesteps"]
+        print(
+            f"evaluating against {', '.join(args.eval_bots)} "
+            f"({args.final_eval_games} games each, duplicate deals)...",
+            flush=True,
+        )
+        results = self.evaluate(actor, steps, args.final_eval_games, final=True)
+        evaluation = {"games_per_bot": args.final_eval_games, "episode": "game", "results": results}
+        policy = self.path / "policy.pt"
+        extra = {"evaluation": evaluation, "wall_s": state["wall_s"]}
+        export_policy(actor, args, policy, steps, extra)
+        self.writer.close()
+        self.learning_curve()
+        for bot, r in results.items():
+            lo, hi = r["win_rate_a_ci95"]
+            print(
+                f"  vs {bot:<7} win rate {r['win_rate_a']:.1%} (95% CI {lo:.1%}-{hi:.1%}), "
+                f"mean final margin {r['margin_a']:+.0f}"
+            )
+        if args.export:
+            Path(args.export).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.export).write_bytes(policy.read_bytes())
+            print(f"copied the policy to {args.export}")
+        print(
+            f"saved {policy} ({steps} {args.STEPS}, {state['wall_s']:.0f}s of training); "
+            f"evaluate it with: python -m training.evaluate {policy} greedy expert"
+        )
+        return policy
+
+    def _append_evaluation(self, row: dict[str, Any]) -> None:
+        path = self.path / "evaluations.csv"
+        new = not path.exists()
+        with open(path, "a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(row))
+            if new:
+                w.writeheader()
+            w.writerow(row)
+
+    def learning_curve(self, title: str = "learning curve") -> Path | None:
+        """PNG of the evaluations (win rate against each bot over timesteps)."""
+        path = self.path / "evaluations.csv"
+        if not path.exists():
+            return None
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        rows = list(csv.DictReader(open(path)))
+        steps = [int(r["timesteps"]) for r in rows]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for key in rows[0]:
+            if key.startswith("win_rate_vs_"):
+                ax.plot(steps, [float(r[key]) for r in rows], marker="o", label=key[12:])
+        ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+        ax.set_xlabel(self.args.STEPS)
+        ax.set_ylabel("win rate (games to the target)")
+        ax.set_ylim(0, 1)
+        ax.legend()
+        ax.set_title(title)
+        fig.tight_layout()
+        out = self.path / "learning_curve.png"
+        fig.savefig(out, dpi=100)
+        plt.close(fig)
+        return out
+
+
+# --- the exported policy
+
+
+def export_policy(
+    actor: nn.Module,
+    args: TrainArgs,
+    path: str | Path,
+    timesteps: int,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """Write the exported policy file: the actor's torch state dict + JSON metadata (package
+    version, commit, encodings, rules, network, the training settings)."""
+    rules = args.game_rules()
+    meta = {
+        "package_version": rummy500_env.__version__,
+        "commit": git_commit(),
+        "encoding": current_encoding(rules),
+        "rules": rules.to_dict(),
+        "network": args.network_spec(),
+        "training": {**jsonable(args), "trainer": args.TRAINER, "timesteps": timesteps},
+    }
+    meta.update(extra or {})
+    save_policy(path, actor, meta)
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).parent,
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def jsonable(args: Any) -> dict[str, Any]:
+    """A dataclass of arguments as JSON-compatible values (tuples as lists)."""
+    d = dataclasses.asdict(args)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write atomically (a temporary file, then a rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(path)

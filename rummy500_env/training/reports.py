@@ -1,0 +1,113 @@
+"""What ``training.evaluate`` shows and writes of a tournament's summary (`tournament.run`):
+the printed table and Elo list, ``results.json``, ``pairs.csv`` and ``ratings.png``."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+PAIR_COLUMNS = (
+    "a",
+    "b",
+    "games",
+    "wins_a",
+    "wins_b",
+    "draws",
+    "win_rate_a",
+    "ci_low",
+    "ci_high",
+    "points_per_hand_a",
+    "points_per_hand_b",
+    "margin_a",
+    "margin_ci_low",
+    "margin_ci_high",
+)
+"""The header of ``pairs.csv``."""
+
+
+def print_table(summary: dict[str, Any]) -> None:
+    ep = summary["config"]["episode"]
+    margin_name = "mean hand margin" if ep == "hand" else "mean final margin"
+    print(
+        f"\n{'A':>16} vs {'B':<16} {'games':>6} {'A wins':>7} {'B wins':>7} "
+        f"{'A win rate (95% CI)':>22} {'pts/hand A':>10} {'pts/hand B':>10} "
+        f"{margin_name + ' A-B (95% CI)':>30}"
+    )
+    for row in summary["pairs"]:
+        lo, hi = row["win_rate_a_ci95"]
+        mlo, mhi = row["margin_a_ci95"]
+        print(
+            f"{row['a']:>16} vs {row['b']:<16} {row['games']:>6} {row['wins_a']:>7} "
+            f"{row['wins_b']:>7} {row['win_rate_a']:>8.1%} ({lo:.1%}-{hi:.1%}) "
+            f"{row['points_per_hand_a']:>10.1f} {row['points_per_hand_b']:>10.1f} "
+            f"{row['margin_a']:>12.1f} ({mlo:.1f} to {mhi:.1f})"
+        )
+    print("\nElo (maximum likelihood, mean 0):")
+    for e in sorted(summary["elo"], key=lambda e: -e["elo"]):
+        print(f"  {e['agent']:>16} {e['elo']:>8.0f} ± {e['ci95']:.0f}")
+
+
+def write_outputs(summary: dict[str, Any], out: Path) -> None:
+    """``results.json`` (the whole summary), ``pairs.csv`` and ``ratings.png`` in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(summary, indent=1))
+    with open(out / "pairs.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(PAIR_COLUMNS)
+        for r in summary["pairs"]:
+            w.writerow(
+                [
+                    r["a"],
+                    r["b"],
+                    r["games"],
+                    r["wins_a"],
+                    r["wins_b"],
+                    r["draws"],
+                    f"{r['win_rate_a']:.4f}",
+                    f"{r['win_rate_a_ci95'][0]:.4f}",
+                    f"{r['win_rate_a_ci95'][1]:.4f}",
+                    f"{r['points_per_hand_a']:.2f}",
+                    f"{r['points_per_hand_b']:.2f}",
+                    f"{r['margin_a']:.2f}",
+                    f"{r['margin_a_ci95'][0]:.2f}",
+                    f"{r['margin_a_ci95'][1]:.2f}",
+                ]
+            )
+    plot_ratings(summary, out / "ratings.png")
+
+
+def plot_ratings(summary: dict[str, Any], path: Path) -> None:
+    """The win-rate matrix of every pair beside the Elo ratings with their intervals."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [e["agent"] for e in summary["elo"]]
+    k = len(labels)
+    matrix = np.full((k, k), np.nan)
+    for r in summary["pairs"]:
+        i, j = labels.index(r["a"]), labels.index(r["b"])
+        matrix[i, j] = r["win_rate_a"]
+        matrix[j, i] = 1 - r["win_rate_a"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(6 + 1.2 * k, 4 + 0.3 * k))
+    im = ax1.imshow(matrix, vmin=0, vmax=1, cmap="RdYlGn")
+    ax1.set_xticks(range(k), labels, rotation=45, ha="right")
+    ax1.set_yticks(range(k), labels)
+    for i in range(k):
+        for j in range(k):
+            if not np.isnan(matrix[i, j]):
+                ax1.text(j, i, f"{matrix[i, j]:.0%}", ha="center", va="center")
+    ax1.set_title("win rate of row vs column")
+    fig.colorbar(im, ax=ax1, fraction=0.046)
+    elos = [e["elo"] for e in summary["elo"]]
+    ax2.barh(labels, elos, xerr=[e["ci95"] for e in summary["elo"]], color="tab:blue")
+    ax2.set_title("Elo (95% CI)")
+    ax2.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,338 @@
+"""Duplicate-deal tournaments: which games a tournament plays, playing them in a process pool
+or as Ray tasks, and their summary (the table and the Elo ratings).
+
+Every pair of agents plays the same deals from every seat (`seatings`), so the luck of the deal
+and of the seat cancels. Every game's seeds come from its deal and seating, never from where it
+runs, so one seed gives the same records on one process, a pool or a Ray cluster. Used by the
+``training.evaluate`` command and by training's evaluations.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import multiprocessing as mp
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rummy500_env.agents.registry import make_agent
+from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.records import Recorder
+from rummy500_env.engine.rules import Rules
+from rummy500_env.rl.rummy500_v0 import raw_env
+from rummy500_env.training.arena import play
+from rummy500_env.training.stats import elo, mean_ci, wilson
+
+
+class EvaluateError(Rummy500Error):
+    """A bad tournament setting or command-line argument: says what was wrong and what is
+    allowed."""
+
+
+@dataclass
+class Task:
+    pair: int
+    deal: int
+    rotation: int  # index of the seating in `seatings`
+    seats: list[int]  # agent index (into the pair) of each seat
+
+
+@dataclass
+class GameRecord:
+    pair: int
+    deal: int
+    rotation: int
+    seats: list[int]
+    winner: int | None  # 0 / 1: which agent of the pair won; None: a draw
+    points_per_hand: list[float]  # per agent of the pair
+    margin: float  # agent 0 minus agent 1: final totals (games) or hand score (hands)
+    hands: int
+    truncated: bool
+
+
+@dataclass
+class Config:
+    specs: list[str]
+    games: int = 200
+    rules: str = "standard"
+    """Command-line rules text (`Rules.parse`)."""
+    players: int | None = None
+    episode: str = "game"
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    seed: int = 0
+    out: str = "runs/evaluate"
+    ray: bool = False
+    """Play the games as Ray tasks (`run_on_ray`) instead of in a local process pool."""
+    address: str | None = None
+    """With `ray`: the cluster to join; None starts a local Ray instance of `workers` CPUs."""
+    record: str | None = None
+    """A folder to write one game record per game into (`rummy500_env.engine.records`), or None."""
+
+    def game_rules(self) -> Rules:
+        return Rules.parse(self.rules, players=self.players)
+
+
+Work = tuple[Config, list[str], Task]
+"""One game to play: the tournament, the specs of the task's pair, the task."""
+
+
+def play_task(work: Work) -> GameRecord:
+    """Play one task's game (`arena.play`) and score it for the pair."""
+    cfg, pair_specs, task = work
+    rules = cfg.game_rules()
+    game_seed = cfg.seed * 1_000_003 + task.deal
+    agents = [make_agent(pair_specs[a], rules, game_seed * 7 + s) for s, a in enumerate(task.seats)]
+    moves: list[int] | None = [] if cfg.record is not None else None
+    r = play(agents, rules, seed=game_seed, episode=cfg.episode, moves=moves)
+    if moves is not None:
+        players = [pair_specs[a] for a in task.seats]
+        _write_record(cfg, rules, game_seed, moves, players, task, r.totals)
+    n = rules.players
+    per_agent: list[list[float]] = [[], []]
+    for scores in r.hand_scores:
+        for s in range(n):
+            per_agent[task.seats[s]].append(scores[s])
+    mean = [float(np.mean(x)) if x else 0.0 for x in per_agent]
+    winner = None if r.winner is None else task.seats[r.winner]
+    if cfg.episode == "hand":
+        margin = mean[0] - mean[1]
+    else:
+        tot = [np.mean([r.totals[s] for s in range(n) if task.seats[s] == a]) for a in (0, 1)]
+        margin = float(tot[0] - tot[1])
+    return GameRecord(
+        task.pair,
+        task.deal,
+        task.rotation,
+        task.seats,
+        winner,
+        mean,
+        margin,
+        len(r.hand_scores),
+        r.truncated,
+    )
+
+
+def _write_record(
+    cfg: Config,
+    rules: Rules,
+    seed: int,
+    moves: list[int],
+    players: list[str],
+    task: Task,
+    totals: list[int],
+) -> None:
+    """Write one game's record (--record): its action ids replayed on an env dealt from the same
+    seed give the engine's seed and the actions in notation; the replay must end where the
+    game did."""
+    env = raw_env(rules=rules, episode=cfg.episode)
+    env.reset(seed=seed)
+    assert env.game is not None
+    meta = {"source": "training.evaluate", "env_seed": seed, "pair": task.pair, "deal": task.deal}
+    recorder = Recorder(rules, env.game.seed, players, meta | {"seating": task.rotation})
+    for move in moves:
+        if recorder.game.phase == "hand_over":
+            recorder.next_hand()
+        recorder.play(env.codec.decode(recorder.game, move))
+    if recorder.game.totals != totals:
+        raise EvaluateError(f"the record of deal {task.deal} does not replay to the game played")
+    name = f"pair{task.pair}-deal{task.deal}-seating{task.rotation}.json"
+    recorder.record.save(Path(cfg.record or ".") / name)
+
+
+def seatings(n: int) -> list[list[int]]:
+    """The seatings of one deal at a table of `n`: which agent of the pair (0 or 1) sits in
+    each seat.
+
+    The pair alternates round the table (0, 1, 0, ...) in every rotation. With an odd `n` that
+    gives one agent the extra seat every time, so the complementary seatings (1, 0, 1, ...) are
+    played too; then both agents sit in every seat equally often. A seating that repeats (a
+    rotation by two at an even table) is played once: the same deal and seats would replay the
+    same game.
+    """
+    out: list[list[int]] = []
+    for first in (0, 1):
+        for rotation in range(n):
+            seats = [((s + rotation) % n + first) % 2 for s in range(n)]
+            if seats not in out:
+                out.append(seats)
+    return out
+
+
+def tasks_for(cfg: Config) -> list[Task]:
+    """Every (pair, deal, seating); a deal is played in every seating (see `seatings`)."""
+    patterns = seatings(cfg.game_rules().players)
+    deals = math.ceil(cfg.games / len(patterns))
+    out = []
+    pairs = list(itertools.combinations(range(len(cfg.specs)), 2))
+    for p in range(len(pairs)):
+        for d in range(deals):
+            for rotation, seats in enumerate(patterns):
+                out.append(Task(p, d, rotation, seats))
+    return out
+
+
+def summarize(cfg: Config, records: list[GameRecord]) -> dict[str, Any]:
+    """The tournament's summary: per pair, wins with a Wilson interval and the mean margin of
+    a deal with its interval; Elo ratings over all games; the config and every game."""
+    labels = labels_of(cfg.specs)
+    pairs = list(itertools.combinations(range(len(cfg.specs)), 2))
+    table = []
+    bt: list[tuple[int, int, float]] = []
+    for p, (i, j) in enumerate(pairs):
+        recs = [r for r in records if r.pair == p]
+        n = len(recs)
+        wins_i = sum(r.winner == 0 for r in recs)
+        wins_j = sum(r.winner == 1 for r in recs)
+        draws = n - wins_i - wins_j
+        score = wins_i + 0.5 * draws
+        lo, hi = wilson(score, n)
+        by_deal: dict[int, list[float]] = {}
+        for r in recs:  # a deal's rotations are one duplicate sample: luck cancels inside it
+            by_deal.setdefault(r.deal, []).append(r.margin)
+        m, mlo, mhi = mean_ci([float(np.mean(x)) for x in by_deal.values()])
+        table.append(
+            {
+                "a": labels[i],
+                "b": labels[j],
+                "games": n,
+                "wins_a": wins_i,
+                "wins_b": wins_j,
+                "draws": draws,
+                "win_rate_a": score / n if n else 0.0,
+                "win_rate_a_ci95": [lo, hi],
+                "points_per_hand_a": float(np.mean([r.points_per_hand[0] for r in recs])),
+                "points_per_hand_b": float(np.mean([r.points_per_hand[1] for r in recs])),
+                "margin_a": m,
+                "margin_a_ci95": [mlo, mhi],
+                "truncated": sum(r.truncated for r in recs),
+            }
+        )
+        bt += [(i, j, 1.0 if r.winner == 0 else 0.0 if r.winner == 1 else 0.5) for r in recs]
+    ratings, half = elo(len(labels), bt)
+    return {
+        "config": asdict(cfg),
+        "pairs": table,
+        "elo": [
+            {"agent": labels[k], "elo": float(ratings[k]), "ci95": float(half[k])}
+            for k in range(len(labels))
+        ],
+        "games": [asdict(r) for r in records],
+    }
+
+
+def labels_of(specs: list[str]) -> list[str]:
+    """Short unique names of the agents: a policy file by its stem, repeats numbered."""
+    out: list[str] = []
+    for s in specs:
+        label = Path(s).stem if s.endswith(".pt") else s
+        out.append(label if label not in out else f"{label}#{out.count(label) + 1}")
+    return out
+
+
+def one_torch_thread() -> None:
+    """A worker's torch runs on one thread: the workers already fill the cores, and a policy's
+    small matrices on several threads per worker, oversubscribed, played over ten times
+    slower (1,000 games of the card network against ExpertAgent on two cores: 0.55 games/s
+    before, 8 after)."""
+    os.environ["OMP_NUM_THREADS"] = "1"
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(1)
+
+
+def run(cfg: Config, progress: bool = True) -> dict[str, Any]:
+    """Play the tournament and return its summary (also used by training)."""
+    tasks = tasks_for(cfg)
+    pairs = list(itertools.combinations(range(len(cfg.specs)), 2))
+    work = [(cfg, [cfg.specs[pairs[t.pair][0]], cfg.specs[pairs[t.pair][1]]], t) for t in tasks]
+    records: list[GameRecord] = []
+    bar = _progress(len(work), progress)
+    if cfg.ray:
+        records = run_on_ray(cfg, work, bar)
+    elif cfg.workers > 1:
+        with mp.get_context("spawn").Pool(cfg.workers, initializer=one_torch_thread) as pool:
+            for rec in pool.imap_unordered(
+                play_task, work, chunksize=max(1, len(work) // (cfg.workers * 20))
+            ):
+                records.append(rec)
+                bar.update(1)
+    else:
+        for w in work:
+            records.append(play_task(w))
+            bar.update(1)
+    bar.close()
+    records.sort(key=lambda r: (r.pair, r.deal, r.rotation))
+    return summarize(cfg, records)
+
+
+def play_chunk(work: list[Work], files: dict[str, bytes]) -> list[GameRecord]:
+    """Play games on a Ray worker. `files` holds the bytes of the policy files the specs name,
+    sent with the task: a worker on a node where a path does not exist plays a temporary copy
+    of the same file, so a cluster needs no shared filesystem."""
+    with tempfile.TemporaryDirectory() as tmp:
+        local = {}
+        for k, (spec, data) in enumerate(files.items()):
+            if not Path(spec).is_file():
+                copy = Path(tmp) / str(k) / Path(spec).name
+                copy.parent.mkdir()
+                copy.write_bytes(data)
+                local[spec] = str(copy)
+        return [play_task((cfg, [local.get(s, s) for s in pair], task)) for cfg, pair, task in work]
+
+
+def run_on_ray(cfg: Config, work: list[Work], bar: Any) -> list[GameRecord]:
+    """The games as Ray tasks: on the cluster at ``cfg.address``, on a local Ray instance of
+    ``cfg.workers`` CPUs, or on the Ray instance this process has already joined (training on
+    RLlib evaluates this way). Every game's seed comes from its deal and seating, never from
+    where it runs, so the records are the local pool's. Policy files travel with the tasks
+    (`play_chunk`)."""
+    try:
+        import ray
+    except ModuleNotFoundError:
+        raise EvaluateError(
+            'training.evaluate --ray needs Ray: pip install "ray[default]" (or the rllib '
+            'extra: pip install torch==2.13.0 -e ".[rllib]")'
+        ) from None
+    joined = not ray.is_initialized()
+    if joined and cfg.address:
+        ray.init(address=cfg.address)
+    elif joined:
+        ray.init(num_cpus=cfg.workers, include_dashboard=False)
+    try:
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        size = max(1, len(work) // (cpus * 4))  # a few chunks per CPU: balanced, few round trips
+        policies = [spec for spec in cfg.specs if Path(spec).is_file()]
+        files = ray.put({spec: Path(spec).read_bytes() for spec in policies})
+        remote = ray.remote(play_chunk)
+        pending = [remote.remote(work[i : i + size], files) for i in range(0, len(work), size)]
+        records: list[GameRecord] = []
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            chunk = ray.get(done[0])
+            records += chunk
+            bar.update(len(chunk))
+        return records
+    finally:
+        if joined:
+            ray.shutdown()
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    try:
+        from tqdm import tqdm
+
+        return tqdm(total=total, disable=not enabled, desc="games", unit="game", smoothing=0.05)
+    except ImportError:  # pragma: no cover - tqdm is a dependency of the train extra
+
+        class _Bar:
+            def update(self, n: int) -> None: ...
+            def close(self) -> None: ...
+
+        return _Bar()
