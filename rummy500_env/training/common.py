@@ -40,6 +40,7 @@ from rummy500_env.agents.policy import current_encoding, save_policy
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec
 from rummy500_env.engine.errors import RulesError, Rummy500Error
 from rummy500_env.engine.rules import Rules
+from rummy500_env.training.tournament import Config, run
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 """The packaged configs (YAML files of ``Args`` fields), installed with the package."""
@@ -414,8 +415,6 @@ class RunFolder:
         target against each of `eval_bots`; the win rates go to TensorBoard and
         ``evaluations.csv``. Returns the results by bot (games, wins, win rate with its
         interval, mean final margin with its interval)."""
-        from rummy500_env.training.tournament import Config, run
-
         args = self.args
         path = self.path / "eval_policy.pt"
         export_policy(actor, args, path, timesteps)
