@@ -100,9 +100,9 @@ def test_the_view_shows_the_seat_its_own_cards_and_only_known_ones_of_others():
         known=[[], ["KS"]],
     )
     g = Game.from_dict(p)
-    view = table_view(g.position(), 0, NAMES)
+    view = table_view(g.seat_view(0), NAMES)
     text = _strings(view)
-    assert view["hand"] == ["9C", "9D", "2S", "9H"]  # clubs, diamonds, spades, hearts
+    assert view["players"][0]["hand"] == ["9C", "9D", "2S", "9H"]  # clubs, diamonds, spades, hearts
     assert view["players"][1]["known"] == ["KS"] and "hand" not in view["players"][1]
     for hidden in ["3D", "4D", "5C", *p["stock"]]:
         assert f'"{hidden}"' not in text, hidden
@@ -112,7 +112,8 @@ def test_the_view_shows_the_seat_its_own_cards_and_only_known_ones_of_others():
 def test_at_the_end_of_a_hand_the_hands_are_shown_with_the_scores():
     g = game(hands=["9C 9D 9H", "3D 4D KS"], pile="8C", phase="play")
     g.apply("meld 9C 9D 9H")  # goes out
-    view = table_view(g.position(), 0, NAMES)
+    assert "hand" not in table_view(g.seat_view(0), NAMES)["players"][1]  # only when shown
+    view = table_view(g.seat_view(0), NAMES, shown=[g.hand(q) for q in range(2)])
     r = view["result"]
     assert view["players"][1]["hand"] == ["3D", "4D", "KS"]
     assert r["table"] == [27, 0] and r["penalty"] == [0, 17] and r["scores"] == [27, -17]
@@ -121,22 +122,22 @@ def test_at_the_end_of_a_hand_the_hands_are_shown_with_the_scores():
 
 def test_moves_are_told_in_words_hiding_a_draw_from_the_other_seat():
     g = game(hands=["9C 9D 2S", "3D 4D KS"], pile="8C 9H JD", stock="QC")
-    before = g.position()
+    before = [g.seat_view(0), g.seat_view(1)]
     g.apply("draw")
-    mine = describe(before, g.position(), 0, Action.parse("draw"), NAMES, viewer=0)
-    theirs = describe(before, g.position(), 0, Action.parse("draw"), ["Computer", "You"], 1)
+    mine = describe(before[0], g.seat_view(0), Action.parse("draw"), NAMES)
+    theirs = describe(before[1], g.seat_view(1), Action.parse("draw"), ["Computer", "You"])
     assert mine["text"] == "You draw QC from the stock"
     assert theirs["text"] == "Computer draws from the stock" and "QC" not in str(theirs)
 
     g = game(hands=["9C 9D 2S", "3D 4D KS"], pile="8C 9H JD")
-    before = g.position()
+    before_1 = g.seat_view(1)
     g.apply("dig 9H")
-    dig = describe(before, g.position(), 0, Action.parse("dig 9H"), ["Computer", "You"], 1)
+    dig = describe(before_1, g.seat_view(1), Action.parse("dig 9H"), ["Computer", "You"])
     assert dig["text"] == "Computer digs for 9H and picks up 2 cards: 9H JD"
     assert dig["cards"] == ["9H", "JD"]
-    before = g.position()
+    before_0 = g.seat_view(0)
     g.apply("meld 9C 9D 9H")
-    meld = describe(before, g.position(), 0, Action.parse("meld 9C 9D 9H"), NAMES, 0)
+    meld = describe(before_0, g.seat_view(0), Action.parse("meld 9C 9D 9H"), NAMES)
     assert meld["text"] == "You meld 9C 9D 9H"
 
 

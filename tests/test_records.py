@@ -191,3 +191,32 @@ def test_evaluate_record_writes_one_replayable_record_per_game(tmp_path):
         assert record.players == [["greedy", "random"][a] for a in seats]
         assert (None if final.winner is None else seats[final.winner]) == g["winner"]
         assert record.meta["source"] == "training.evaluate"
+
+
+def test_a_recorder_watching_a_game_records_what_its_caller_plays():
+    """`Recorder.watching`: the caller plays the game (as a tournament's env does) and
+    notes each action; the record replays to the same game, as one the recorder played."""
+    import random
+
+    from rummy500_env import Game
+    from rummy500_env.engine.records import Recorder, RecordError
+
+    g = Game.new("standard", seed=5)
+    watched = Recorder.watching(g, ["a", "b"])
+    played = Recorder(g.rules, 5, ["a", "b"])
+    rng = random.Random(1)
+    for _ in range(3):
+        while not g.is_hand_over:
+            player, a = g.current_player, rng.choice(g.legal_actions())
+            g.apply(a)
+            watched.note(player, a)
+            played.play(a)
+        if g.phase == "game_over":
+            break
+        g.next_hand()
+        watched.note_deal()
+        played.next_hand()
+    assert watched.record.to_dict() == played.record.to_dict()
+    assert watched.record.replay() == g
+    with pytest.raises(RecordError, match="first deal"):
+        Recorder.watching(g, ["a", "b"])

@@ -254,7 +254,8 @@ class Record:
             if hand.scores is not None or not last:
                 raise RecordError(f"{where}: the recorded actions do not end the hand")
             return
-        found = (game.hand_scores(), game.totals, game.went_out)
+        result = game.result()
+        found = (list(result.scores), list(result.totals), result.went_out)
         if (hand.scores, hand.totals, hand.went_out) != found:
             raise RecordError(
                 f"{where}: the replay gives scores {found[0]}, totals {found[1]}, went_out "
@@ -266,10 +267,14 @@ class Record:
         if over != self.finished:
             said = "over" if self.finished else "not over"
             raise RecordError(f"the record says the game is {said}; the replay says {game.phase}")
-        if over and (self.winner, self.final_totals) != (game.winner, game.totals):
+        result = game.result() if over else None
+        if result is not None and (self.winner, self.final_totals) != (
+            result.winner,
+            list(result.totals),
+        ):
             raise RecordError(
-                f"the replay gives winner {game.winner}, totals {game.totals}; the record "
-                f"says {self.winner}, {self.final_totals}"
+                f"the replay gives winner {result.winner}, totals {list(result.totals)}; the "
+                f"record says {self.winner}, {self.final_totals}"
             )
 
 
@@ -286,8 +291,10 @@ class Frame:
 
 
 class Recorder:
-    """Plays a game and records it as it goes: the play page and ``--record`` use one, so what
-    is recorded is what was played.
+    """Records a game as it is played: the play page and ``--record`` use one, so what is
+    recorded is what was played. Either the recorder plays the game (`play`, `next_hand`), or
+    it watches a game its caller plays (`watching`, then `note` after each action and
+    `note_deal` after each new hand).
 
     >>> r = Recorder(Rules(), seed=7, players=["expert", "greedy"])
     >>> r.play("draw")
@@ -301,9 +308,24 @@ class Recorder:
     ) -> None:
         self.game = Game.new(rules, seed=seed)
         self.record = Record(rules, seed, list(players), meta=dict(meta or {}))
-        self.record.hands.append(HandRecord(self.game.dealer))
-        if self.game.is_hand_over:  # a deal can end the hand at once (§2 `ends_hand`, tiny decks)
-            self._close_hand()
+        self.note_deal()
+
+    @classmethod
+    def watching(
+        cls, game: Game, players: list[str], meta: dict[str, Any] | None = None
+    ) -> Recorder:
+        """Record `game`, which the caller plays, from its deal: it must be fresh from
+        `Game.new` (a record replays from the rules and the seed)."""
+        if game.hands_played or game.turns or game.phase not in ("draw", "hand_over"):
+            raise RecordError(
+                "a recorder watches a game from its first deal (Game.new): this one has "
+                f"{game.hands_played} hands and {game.turns} turns played, phase {game.phase!r}"
+            )
+        r = cls.__new__(cls)
+        r.game = game
+        r.record = Record(game.rules, game.seed, list(players), meta=dict(meta or {}))
+        r.note_deal()
+        return r
 
     @classmethod
     def resume(cls, record: Record) -> Recorder:
@@ -319,23 +341,32 @@ class Recorder:
         a = action if isinstance(action, Action) else Action.parse(action)
         player = self.game.current_player
         self.game.apply(a)
-        self.record.hands[-1].actions.append((player, str(a)))
-        if self.game.is_hand_over:
-            self._close_hand()
+        self.note(player, a)
         return a
 
     def next_hand(self) -> None:
         """Deal the next hand once one is over (`IllegalActionError` otherwise)."""
         self.game.next_hand()
-        self.record.hands.append(HandRecord(self.game.dealer))
+        self.note_deal()
+
+    def note(self, player: int, action: Action) -> None:
+        """Record the action `player` has just played on the watched game."""
+        self.record.hands[-1].actions.append((player, str(action)))
         if self.game.is_hand_over:
             self._close_hand()
 
+    def note_deal(self) -> None:
+        """Record that the watched game has dealt a hand (its first, or after `next_hand`)."""
+        self.record.hands.append(HandRecord(self.game.dealer))
+        if self.game.is_hand_over:  # a deal can end the hand at once (§2 `ends_hand`)
+            self._close_hand()
+
     def _close_hand(self) -> None:
-        g, hand = self.game, self.record.hands[-1]
-        hand.scores, hand.totals, hand.went_out = g.hand_scores(), g.totals, g.went_out
-        if g.phase == "game_over":
-            self.record.winner, self.record.final_totals = g.winner, g.totals
+        result, hand = self.game.result(), self.record.hands[-1]
+        hand.scores, hand.totals = list(result.scores), list(result.totals)
+        hand.went_out = result.went_out
+        if result.game_over:
+            self.record.winner, self.record.final_totals = result.winner, list(result.totals)
 
 
 def _read_hand(d: Any, index: int, rules: Rules) -> HandRecord:

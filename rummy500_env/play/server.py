@@ -42,6 +42,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from rummy500_env.engine.game import Game
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.records import Record, RecordError
 from rummy500_env.play.store import Store
@@ -261,9 +262,10 @@ def create_replay_app(record: Record, name: str, host: str = "127.0.0.1") -> Sta
     for i, f in enumerate(frames):
         step: dict[str, Any] = {"hand": f.hand, "step": f.step, "player": f.player, "text": ""}
         if f.action is not None and f.player is not None:
-            event = describe(
-                frames[i - 1].position, f.position, f.player, Action.parse(f.action), names, None
-            )
+            # Told as the mover knows it (every hand is shown here), in the third person.
+            before = Game.from_position(frames[i - 1].position).seat_view(f.player)
+            after = Game.from_position(f.position).seat_view(f.player)
+            event = describe(before, after, Action.parse(f.action), names, you=False)
             step.update(action=f.action, text=event["text"], cards=event["cards"])
         else:
             step["text"] = f"Hand {f.hand + 1} is dealt; {names[f.position.turn]} leads"
@@ -292,7 +294,8 @@ def create_replay_app(record: Record, name: str, host: str = "127.0.0.1") -> Sta
         i = request.path_params["index"]
         if not 0 <= i < len(frames):
             raise PlayError(404, f"no step {i}: the record has steps 0..{len(frames) - 1}")
-        view = table_view(frames[i].position, None, names)
+        g = Game.from_position(frames[i].position)  # watching a record: every hand shown
+        view = table_view(g.seat_view(0), names, [g.hand(q) for q in range(g.players)])
         return JSONResponse({"index": i, "step": steps[i], "state": view})
 
     routes: list[BaseRoute] = [

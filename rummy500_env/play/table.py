@@ -202,9 +202,9 @@ class Table:
         self.log.clear()
 
     def _play(self, player: int, action: Action) -> dict[str, Any]:
-        before = self.game.position()
+        before = self.game.seat_view(HUMAN)
         self.recorder.play(action)
-        event = describe(before, self.game.position(), player, action, self.names, HUMAN)
+        event = describe(before, self.game.seat_view(HUMAN), action, self.names)
         self.log.append(event)
         return event
 
@@ -231,7 +231,8 @@ class Table:
     def view(self) -> dict[str, Any]:
         """Everything the page shows, as the human may know it (see `view.table_view`)."""
         g, waiting = self.game, self.waiting
-        v = table_view(g.position(), HUMAN, self.names)
+        shown = [g.hand(q) for q in range(g.players)] if g.is_hand_over else None
+        v = table_view(g.seat_view(HUMAN), self.names, shown)
         hand = g.hand(HUMAN)
         marks = hand_marks(g, HUMAN) or [None] * len(hand)
         order = sorted(range(len(hand)), key=lambda i: display_key(hand[i]))

@@ -1,12 +1,10 @@
-"""What the page is sent: a position as one seat sees it, and each move told in words.
+"""What the page is sent: a seat's information state as JSON, and each move told in words.
 
-Everything the browser receives about a game goes through `table_view` and `describe`, so
-the one question "may this seat see that?" is answered here. With a `viewer` seat: that
-seat's hand, the pile in order, the table, each player's hand size, the cards each player is
-known to hold (taken from the pile in view), totals and table points; never another hand or
-the stock, until the hand is over and the hands are laid down to be counted. With no viewer
-(watching a recorded game) every hand is shown. The stock's order and the seed are never
-shown here at all.
+Both read the engine's `SeatView` (what one seat knows; `Game.seat_view`), so what a seat
+may see is decided once, in the engine: its own hand, the pile in order, the table, hand
+sizes, the cards each player is known to hold, totals and table points; never another hand
+or the stock. `shown` adds the hands that are face up: every hand once the hand is over
+(they are laid down to be counted), or every hand when watching a recorded game.
 """
 
 from __future__ import annotations
@@ -17,9 +15,9 @@ from typing import Any
 
 from rummy500_env.engine.cards import JOKER, Card, card_str, rank_of, suit_of
 from rummy500_env.engine.melds import hand_values
-from rummy500_env.engine.notation import Action
-from rummy500_env.engine.positions import Position, to_dict
+from rummy500_env.engine.notation import Action, pile_action, pile_depth
 from rummy500_env.engine.scoring import table_points
+from rummy500_env.engine.seat_view import SeatView
 
 SUIT_PLACE = (0, 1, 3, 2)
 """Display order of the suits C, D, H, S: clubs, diamonds, spades, hearts, so colours alternate."""
@@ -46,36 +44,32 @@ def pile_actions(pile: Sequence[Card]) -> list[str]:
     """For each pile card (bottom first), the action that picks it up: ``take`` for the top,
     ``dig 9D`` below it (``dig 9D#2`` for the second buried copy from the top, two decks).
     Whether each is legal now is the engine's to say; the page asks it."""
-    out = []
-    for i, c in enumerate(pile):
-        if i == len(pile) - 1:
-            out.append("take")
-            continue
-        copy = 1 + sum(1 for x in pile[i + 1 : -1] if x == c)
-        out.append(f"dig {card_str(c)}" + (f"#{copy}" if copy != 1 else ""))
-    return out
+    return [str(pile_action(pile, "dig", len(pile) - 1 - i)) for i in range(len(pile))]
 
 
-def table_view(p: Position, viewer: int | None, names: Sequence[str]) -> dict[str, Any]:
-    """The position as `viewer` may see it (None: every hand shown), as JSON-ready data."""
-    r, n = p.rules, p.rules.players
-    over = p.phase in ("hand_over", "game_over")
-    points = table_points(r, p.melds)
-    totals = p.totals_before()
+def table_view(
+    view: SeatView, names: Sequence[str], shown: Sequence[Sequence[Card]] | None = None
+) -> dict[str, Any]:
+    """What `view`'s seat may see, as JSON-ready data, with the face-up hands `shown`."""
+    r, n = view.rules, view.rules.players
+    over = view.result is not None
+    points = table_points(r, view.melds)
     players = []
     for q in range(n):
         entry: dict[str, Any] = {
             "seat": q,
             "name": names[q],
-            "hand_size": len(p.hands[q]),
-            "known": names_of(display_order(p.known_cards(q))),
-            "total": totals[q],
+            "hand_size": view.hand_sizes[q],
+            "known": names_of(display_order(view.known[q])),
+            "total": view.totals[q],
             "table_points": points[q],
         }
-        if viewer is None or q == viewer or over:  # at the hand's end the hands are counted
-            entry["hand"] = names_of(display_order(p.hands[q]))
+        if q == view.seat:
+            entry["hand"] = names_of(display_order(view.hand))
+        elif shown is not None:
+            entry["hand"] = names_of(display_order(shown[q]))
         players.append(entry)
-    view: dict[str, Any] = {
+    return {
         "rules": {
             "name": r.preset_name() or "custom",
             "players": n,
@@ -83,38 +77,41 @@ def table_view(p: Position, viewer: int | None, names: Sequence[str]) -> dict[st
             "scoring": r.scoring,
             "stock_out": r.stock_out,
         },
-        "phase": p.phase,
-        "turn": p.turn,
-        "dealer": p.dealer,
-        "hand_number": p.hands_played + (0 if over else 1),
+        "phase": view.phase,
+        "turn": view.turn,
+        "dealer": view.dealer,
+        "hand_number": view.hands_played + (0 if over else 1),
         "players": players,
-        "stock": len(p.stock),
-        "pile": names_of(p.pile),
-        "pile_actions": pile_actions(p.pile),
+        "stock": view.stock_size,
+        "pile": names_of(view.pile),
+        "pile_actions": pile_actions(view.pile),
         "melds": [  # the engine's own notation of each meld (a joker is "JK=9D")
-            d | {"kind": m.kind, "fits": names_of(m.fits)}
-            for d, m in zip(to_dict(p)["melds"], p.melds, strict=True)
+            {
+                "cards": m.labels(),
+                "owners": list(m.owners),
+                "kind": m.kind,
+                "fits": names_of(m.fits),
+            }
+            for m in view.melds
         ],
-        "must_play": None if p.must_play is None else card_str(p.must_play),
-        "taken_top": None if p.taken_top is None else card_str(p.taken_top),
-        "result": hand_result(p) if over else None,
+        "must_play": None if view.must_play is None else card_str(view.must_play),
+        "taken_top": None if view.taken_top is None else card_str(view.taken_top),
+        "result": hand_result(view, shown) if over and shown is not None else None,
     }
-    if viewer is not None:
-        view["hand"] = names_of(display_order(p.hands[viewer]))
-    return view
 
 
-def hand_result(p: Position) -> dict[str, Any]:
-    """The end of a hand, per player: table points, the penalty of the cards left in hand,
-    the hand score (table - penalty), the new totals; who went out; the winner if the game
-    is over (docs/rules.md §1 scoring)."""
-    r, result = p.rules, p.result()
-    values = hand_values(r.scoring)
+def hand_result(view: SeatView, shown: Sequence[Sequence[Card]]) -> dict[str, Any]:
+    """The end of a hand, per player: table points, the penalty of the cards left in hand
+    (`shown`: the hands laid down), the hand score (table - penalty), the new totals; who
+    went out; the winner if the game is over (docs/rules.md §1 scoring)."""
+    result = view.result
+    assert result is not None, "the hand is not over"
+    values = hand_values(view.rules.scoring)
     return {
-        "table": table_points(r, p.melds),
-        "penalty": [sum(values[c] for c in h) for h in p.hands],
+        "table": table_points(view.rules, view.melds),
+        "penalty": [sum(values[c] for c in h) for h in shown],
         "scores": list(result.scores),
-        "totals_before": p.totals_before(),
+        "totals_before": list(view.totals),
         "totals": list(result.totals),
         "went_out": result.went_out,
         "game_over": result.game_over,
@@ -123,22 +120,23 @@ def hand_result(p: Position) -> dict[str, Any]:
 
 
 def describe(
-    before: Position,
-    after: Position,
-    player: int,
+    before: SeatView,
+    after: SeatView,
     action: Action,
     names: Sequence[str],
-    viewer: int | None,
+    you: bool | None = None,
 ) -> dict[str, Any]:
-    """One move in words, as `viewer` may know it (a card drawn from the stock is named only
-    to the player who drew it, or when every hand is shown), with the cards it moved in view
-    (the page highlights them)."""
-    you = viewer is not None and player == viewer
+    """One move in words as the seat of the views `before` and `after` it knows it (a card
+    drawn from the stock is named only in the drawer's own views), with the cards it moved
+    in view (the page highlights them). The mover is `before.turn`; `you` (default: the
+    views are the mover's) writes "You draw" rather than the mover's name."""
+    player = before.turn
+    you = before.seat == player if you is None else you
     name = names[player]
-    text, cards = _move_text(before, after, player, action, you or viewer is None)
-    if not after.hands[player]:
+    text, cards = _move_text(before, after, action)
+    if after.hand_sizes[player] == 0:
         text += " and {go|goes} out"
-    elif after.phase in ("hand_over", "game_over") and action.kind != "decline":
+    elif after.result is not None and action.kind != "decline":
         limit = after.rules.turn_limit
         why = "the turn limit" if limit is not None and after.turns >= limit else "an empty stock"
         text += f"; the hand ends ({why})"
@@ -150,18 +148,16 @@ def describe(
     }
 
 
-def _move_text(
-    before: Position, after: Position, player: int, action: Action, see_draw: bool
-) -> tuple[str, list[str]]:
+def _move_text(before: SeatView, after: SeatView, action: Action) -> tuple[str, list[str]]:
     """The move's words with each verb as ``{base|third person}``, and the cards it showed.
 
     Cards are written as the action writes them (so a joker reads ``JK=6H``)."""
     k, words = action.kind, str(action).split()[1:]
     faces = [w.split("=")[0].split("#")[0] for w in words]  # as the page's data-card names them
     if k == "draw":
-        if not see_draw:
+        if before.seat != before.turn:  # only the drawer sees the card
             return "{draw|draws} from the stock", []
-        drawn = names_of((Counter(after.hands[player]) - Counter(before.hands[player])).elements())
+        drawn = names_of((Counter(after.hand) - Counter(before.hand)).elements())
         return f"{{draw|draws}} {' '.join(drawn)} from the stock", []
     if k == "take":
         top = card_str(before.pile[-1])
@@ -178,7 +174,7 @@ def _move_text(
     if k == "meld":
         return f"{{meld|melds}} {' '.join(words)}", faces
     if k == "layoff":
-        onto = " ".join(to_dict(before)["melds"][action.target]["cards"])
+        onto = str(before.melds[action.target])
         return f"{{lay|lays}} {words[0]} off on {onto}", faces[:1]
     if k == "discard":
         return f"{{discard|discards}} {words[0]}", faces
@@ -193,13 +189,8 @@ def _move_text(
 
 def _dug(pile: Sequence[Card], action: Action) -> list[Card]:
     """The cards a dig takes: the named buried copy and every card above it."""
-    card, seen = action.cards[0], 0
-    for depth in range(1, len(pile)):
-        if pile[-1 - depth] == card:
-            seen += 1
-            if seen == action.copy:
-                return list(pile[-1 - depth :])
-    return [card]
+    depth = pile_depth(pile, action)
+    return list(pile[len(pile) - 1 - depth :]) if depth is not None else list(action.cards)
 
 
 def _verb(text: str, you: bool) -> str:
