@@ -35,7 +35,7 @@ try:  # the layout before and after issue 18
 except ImportError:  # pragma: no cover - commit 103cd7c
     from rummy500_env.actions import ActionCodec  # type: ignore[no-redef]
     from rummy500_env.observation import ObservationEncoder  # type: ignore[no-redef]
-from rummy500_env.agents import ExpertAgent, GreedyAgent
+from rummy500_env.agents import ExpertAgent, GreedyAgent, SearchAgent
 
 
 def positions(rules: Rules, count: int, seed: int) -> list[Game]:
@@ -125,6 +125,8 @@ def main() -> None:
     ap.add_argument("--positions", type=int, default=400)
     ap.add_argument("--repeat", type=int, default=3, help="timed passes; the best is kept")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--search-worlds", type=int, default=8, help="SearchAgent's worlds")
+    ap.add_argument("--search-positions", type=int, default=60, help="positions it decides")
     ap.add_argument("--compare", metavar="COMMIT", help="run interleaved against a commit")
     ap.add_argument("--rounds", type=int, default=5, help="with --compare: old/new pairs")
     args = ap.parse_args()
@@ -158,6 +160,10 @@ def main() -> None:
             out[f"{name}_decide_ids"] = [
                 codec.encode(g, a) for g, a in zip(games, picks, strict=True)
             ]
+    # SearchAgent with a fixed number of worlds (a time budget is never reproducible): its
+    # choices on the first positions, to compare versions; one pass, seeded.
+    search = SearchAgent(rules, rollouts=args.search_worlds, seed=0)
+    out["search_ids"] = [search.act(o, m) for o, m in inputs[: args.search_positions]]
     summary = {k: round(v) for k, v in out.items() if k.endswith("_per_s")}
     print(json.dumps(summary))
     if args.json:

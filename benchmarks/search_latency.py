@@ -1,6 +1,9 @@
-"""SearchAgent decision latency: how long each decision takes against its ms budget.
+"""SearchAgent decision latency, and the sampled worlds (rollouts) each decision gets.
 
 python benchmarks/search_latency.py [--ms 50] [--hands 10]
+
+The worlds are counted by wrapping `SearchAgent._evaluate_world` (a world counts when it was
+played out), so the same file measures commits before and after issue 18.
 """
 
 from __future__ import annotations
@@ -20,7 +23,16 @@ def main() -> None:
     ap.add_argument("--hands", type=int, default=10)
     a = ap.parse_args()
     search, expert = SearchAgent(ms=a.ms, seed=0), ExpertAgent()
-    times = []
+    played = [0]
+    evaluate = search._evaluate_world
+
+    def counted(*args: object) -> object:
+        out = evaluate(*args)  # type: ignore[arg-type]
+        played[0] += out is not None
+        return out
+
+    search._evaluate_world = counted  # type: ignore[method-assign]
+    times, worlds = [], []
     env = rummy500_env.raw_env(episode="hand")
     for hand in range(a.hands):
         env.reset(seed=hand)
@@ -29,8 +41,10 @@ def main() -> None:
             o = env.observe(agent)
             if agent == f"player_{hand % 2}":
                 t = time.perf_counter()
+                played[0] = 0
                 action = search.act(o["observation"], o["action_mask"])
                 times.append((time.perf_counter() - t) * 1000)
+                worlds.append(played[0])
             else:
                 action = expert.act(o["observation"], o["action_mask"])
             env.step(action)
@@ -39,6 +53,11 @@ def main() -> None:
         f"{t.size} decisions, budget {a.ms:g} ms: median {np.median(t):.1f} ms, "
         f"p99 {np.percentile(t, 99):.1f} ms, max {t.max():.1f} ms, "
         f"over budget {(t > a.ms).mean():.1%}"
+    )
+    searched = np.array([w for w in worlds if w > 0])
+    print(
+        f"worlds per searched decision ({searched.size} of {t.size}): median "
+        f"{np.median(searched):.0f}, mean {searched.mean():.1f}"
     )
 
 
