@@ -40,6 +40,7 @@ PACKAGE_LAYERS = {
     "rl": 2,  # the action codec, the observation encoders, the PettingZoo env
     "agents": 3,
     "rl/single_agent": 3,  # the Gymnasium view plays agents in the other seats
+    "rl/vector": 3,  # the single-agent view's vector env, batching its agents
     "training": 4,
     "bench": 5,
     "__main__": 5,
