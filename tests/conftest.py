@@ -1,24 +1,133 @@
-"""Hypothesis profiles for the whole suite (see docs/testing.md).
+"""Suite-wide settings: hypothesis profiles, and no silent skips (see docs/testing.md).
 
-``dev`` (the default) explores afresh on every run; ``ci`` (chosen when the environment has
-CI set, as .ci/run's machine does) is derandomized with no example database, so a CI run is
-reproducible; ``long`` runs many more examples, for benchmarks/reference_long.py; ``mutation``
-fewer, derandomized, for benchmarks/mutation.py. Choose one with HYPOTHESIS_PROFILE=name.
+Hypothesis profiles: ``dev`` (the default) explores afresh on every run; ``ci`` (chosen when
+the environment has CI set, as on .ci/run's machine, or by HYPOTHESIS_PROFILE=ci) is
+derandomized with no example database, so a CI run is reproducible; ``long`` runs many more
+examples, for benchmarks/reference_long.py; ``mutation`` fewer, derandomized, for
+benchmarks/mutation.py. Choose one with HYPOTHESIS_PROFILE=name.
+
+Skips: a test that needs an extra skips where it is not installed, and its reason names the
+extra (the modules' own reasons, or the one `EXTRAS` adds to a bare "could not import");
+every run lists its skips with their reasons at the end. With RUMMY500_NO_SKIPS=1 (.ci/run
+sets it, where every extra is installed) a skipped or deselected test fails the run, unless
+`ALLOWED_SKIPS` lists it.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
+from collections.abc import Generator
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 
-_COMMON = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+_COMMON: dict[str, Any] = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 settings.register_profile("dev", max_examples=600, **_COMMON)
 settings.register_profile("ci", max_examples=600, derandomize=True, database=None, **_COMMON)
-settings.register_profile("long", max_examples=5000, **_COMMON)
+settings.register_profile("long", max_examples=20_000, **_COMMON)
 settings.register_profile(  # benchmarks/mutation.py: one test run per mutant, the same examples
     "mutation", max_examples=100, derandomize=True, database=None, **_COMMON
 )
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
+
+ALLOWED_SKIPS: dict[str, str] = {}
+"""Tests (node id patterns, fnmatch) that may skip even under RUMMY500_NO_SKIPS=1, each with
+why no install can enable it. Empty: on CI's machine every extra, Chromium and the Python the
+tests want are installed, so every skip there is a broken install."""
+
+EXTRAS = {
+    "torch": "train",
+    "tyro": "train",
+    "yaml": "train",
+    "stable_baselines3": "sb3",
+    "sb3_contrib": "sb3",
+    "starlette": "play",
+    "uvicorn": "play",
+    "httpx": "test",
+    "playwright": "test",
+    "ray": "rllib",
+    "torchrl": "frameworks",
+    "tianshou": "frameworks",
+}
+"""The extra that installs each optional module, named in a skip that says only "could not
+import" (pyproject.toml's [project.optional-dependencies])."""
+
+_skipped: list[tuple[str, str]] = []
+_deselected: list[str] = []
+
+
+def _no_skips(config: pytest.Config) -> bool:
+    return os.environ.get("RUMMY500_NO_SKIPS") == "1"
+
+
+def _with_extra(reason: str) -> str:
+    """A bare importorskip reason, with the extra that installs the module added."""
+    for module, extra in EXTRAS.items():
+        if f"could not import '{module}'" in reason and "pip install" not in reason:
+            return f"{reason} (the {extra} extra: pip install -e '.[{extra}]')"
+    return reason
+
+
+def _note_skip(report: pytest.CollectReport | pytest.TestReport) -> None:
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    if isinstance(report.longrepr, tuple):
+        path, line, reason = report.longrepr
+        reason = _with_extra(reason)
+        report.longrepr = (path, line, reason)
+    else:
+        reason = str(report.longrepr)
+    _skipped.append((report.nodeid, reason.removeprefix("Skipped: ")))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
+    outcome = yield
+    _note_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, None]:
+    outcome = yield
+    _note_skip(outcome.get_result())  # a module-level skip (importorskip at the top)
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    _deselected.extend(item.nodeid for item in items)
+
+
+def _unexpected() -> list[tuple[str, str]]:
+    allowed = [p for p in ALLOWED_SKIPS]
+    return [(n, r) for n, r in _skipped if not any(fnmatch.fnmatch(n, p) for p in allowed)]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under RUMMY500_NO_SKIPS=1, an unexpected skip or any deselection fails the run."""
+    if _no_skips(session.config) and (_unexpected() or _deselected) and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Every skip with its reason, whatever the verbosity (`-q` alone prints none)."""
+    tr = terminalreporter
+    if _skipped:
+        tr.section(f"{len(_skipped)} skipped (the reason names what to install)")
+        for nodeid, reason in _skipped:
+            tr.line(f"SKIPPED {nodeid}: {reason}")
+    if not _no_skips(config):
+        return
+    unexpected, deselected = _unexpected(), _deselected
+    if unexpected or deselected:
+        tr.section("RUMMY500_NO_SKIPS=1: this run must skip and deselect nothing", red=True)
+        for nodeid, reason in unexpected:
+            tr.line(f"unexpected skip: {nodeid}: {reason}", red=True)
+        for nodeid in deselected:
+            tr.line(f"deselected: {nodeid}", red=True)
+        tr.line(
+            "install what the reasons name, or list the test in tests/conftest.py ALLOWED_SKIPS"
+        )

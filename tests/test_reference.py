@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from rummy500_env import Game
-from tests.reference import model, strategies
+from rummy500_env import Game, IllegalActionError
+from tests.reference import model, strategies, universe
 
 CHECKED = {"positions": 0, "actions": 0}
 """How many positions and actions the tests compared (benchmarks/reference_long.py reads it)."""
@@ -69,4 +70,24 @@ def test_every_legal_action_leads_where_the_reference_says(
         assert g.hand_scores() == model.hand_scores(want), text
         assert g.totals == model.totals_now(want), text
         CHECKED["actions"] += 1
+    CHECKED["positions"] += 1
+
+
+@given(strategies.positions(strategies.PHASES))
+def test_every_action_is_judged_as_the_reference_judges_it(position: dict[str, Any]) -> None:
+    """Offered any well-formed action (tests/reference/universe.py: digs and calls of every
+    pile card, melds of three and more cards, lay-offs on every meld, discards), the engine's
+    `is_legal` and the reference agree, and `apply` refuses each illegal one with
+    IllegalActionError, leaving the position as it was (docs/rules.md §6, §3)."""
+    _show(position)
+    game = Game.from_dict(position)
+    state = model.read(position)
+    listed = model.legal_actions(state)
+    for text in universe.candidates(state):
+        legal = model.is_legal(state, text, listed)
+        assert game.is_legal(text) == legal, f"{text}: the reference says legal={legal}"
+        if not legal:
+            with pytest.raises(IllegalActionError):
+                game.apply(text)
+    assert game.to_dict() == Game.from_dict(position).to_dict()
     CHECKED["positions"] += 1

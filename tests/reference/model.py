@@ -599,3 +599,45 @@ _STEPS = {
     "pass": _step_pass,
     "done": _step_done,
 }
+
+
+# --- any action text, longer melds included ---------------------------------------------------
+
+
+def _windows(places: list[tuple[int, bool]], run: bool) -> list[Start]:
+    """The three-card starts a meld could have grown from: any three cards of a set, three
+    adjacent places of a run (a run grows only at its ends), at most one joker (§5)."""
+    if run:
+        triples = [tuple(places[i : i + 3]) for i in range(len(places) - 2)]
+    else:
+        triples = list(itertools.combinations(places, 3))
+    return [t for t in triples if sum(j for _, j in t) <= 1]
+
+
+def meld_is_legal(s: State, places: list[tuple[int, bool]]) -> bool:
+    """A `meld` of any length is legal when it is a three-card start followed by lay-offs
+    (§5: the start holds the owed card), of cards in hand, leaving a card to discard where
+    that is required (§2 `discard_to_go_out`)."""
+    hand = list(s.hands[s.turn])
+    for c, j in places:
+        if (JK if j else c) not in hand:
+            return False
+        hand.remove(JK if j else c)
+    cards = [c for c, _ in places]
+    if s.phase not in ("play", "called") or not is_meld(cards):
+        return False
+    if not (may_keep_none(s) or hand):
+        return False
+    run = is_run([(c, False, 0) for c in cards])
+    return any(_meets(t, s.must_play) for t in _windows(places, run))
+
+
+def is_legal(s: State, text: str, legal: set[str] | None = None) -> bool:
+    """Whether canonical action text is legal: in `legal_actions` (or `legal`, that set
+    worked out once), or a longer meld that `meld_is_legal` reads as a start and lay-offs."""
+    if text in (legal_actions(s) if legal is None else legal):
+        return True
+    kind, *args = text.split()
+    if kind != "meld" or len(args) <= 3:
+        return False
+    return meld_is_legal(s, [_place(a, s.turn)[:2] for a in args])

@@ -153,6 +153,8 @@ class _Builder:
                 (hand if rnd.random() < 0.6 else for_pile).append(x)
         if self.rules.jokers and rnd.random() < 0.75 and self.grab(JK):
             hand.append(JK)
+        if self.rules.jokers and rnd.random() < 0.3 and self.grab(JK):
+            for_pile.append(JK)
         extra = hand[size:]
         hand = hand[:size]
         self.pool += extra
@@ -191,7 +193,7 @@ def positions(draw: st.DrawFn, phases: tuple[str, ...] = PHASES) -> dict[str, An
         elif m is not None:
             b.pool += [JK if j else c for c, j, _ in m]
     turn, dealer = rnd.randrange(n), rnd.randrange(n)
-    size = draw(st.integers(1, min(14, len(b.pool) // 3)))
+    size = draw(st.one_of(st.integers(1, 3), st.integers(1, min(14, len(b.pool) // 3))))
     hand, for_pile = b.planted(melds, size)
     pile = b.some(draw(st.integers(0, min(12, len(b.pool) // 3))))
     for c in for_pile:
