@@ -63,7 +63,11 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
         seat: the learner's seat, an int, or ``"random"`` to draw it each episode (seats
             alternate across episodes in expectation, so the learner sees both first and
             second player).
-        rules, episode, reward, render_mode: as for `rummy500_env.rl.rummy500_v0.Rummy500Env`.
+        rules: as for `rummy500_env.rl.rummy500_v0.Rummy500Env`.
+        episode: as for `rummy500_env.rl.rummy500_v0.Rummy500Env`.
+        reward: as for `rummy500_env.rl.rummy500_v0.Rummy500Env`.
+        render_mode: None, ``"ansi"`` (`render` returns the learner's view as text) or
+            ``"human"`` (`step` prints it).
         illegal: what an action outside the mask does: ``"terminate"`` (the default, as
             PettingZoo's TerminateIllegalWrapper: the episode ends with ``illegal_reward``)
             or ``"raise"`` (`IllegalActionError`). Masked learners never hit either.
