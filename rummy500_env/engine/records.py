@@ -45,6 +45,7 @@ from rummy500_env.engine.game import Game
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.positions import Position
 from rummy500_env.engine.rules import Rules
+from rummy500_env.engine.scoring import HandResult
 
 FORMAT = "rummy500-record"
 VERSION = 1
@@ -349,20 +350,24 @@ class Recorder:
         self.game.next_hand()
         self.note_deal()
 
-    def note(self, player: int, action: Action) -> None:
-        """Record the action `player` has just played on the watched game."""
+    def note(self, player: int, action: Action, ended: HandResult | None = None) -> None:
+        """Record the action `player` has just played on the watched game. `ended`: the
+        hand's result, when that action ended the hand and the caller has dealt the next one
+        already (an env that plays whole games); call `note_deal` then too."""
         self.record.hands[-1].actions.append((player, str(action)))
-        if self.game.is_hand_over:
-            self._close_hand()
+        if ended is not None:
+            self._close_hand(ended)
+        elif self.game.is_hand_over:
+            self._close_hand(self.game.result())
 
     def note_deal(self) -> None:
         """Record that the watched game has dealt a hand (its first, or after `next_hand`)."""
         self.record.hands.append(HandRecord(self.game.dealer))
         if self.game.is_hand_over:  # a deal can end the hand at once (§2 `ends_hand`)
-            self._close_hand()
+            self._close_hand(self.game.result())
 
-    def _close_hand(self) -> None:
-        result, hand = self.game.result(), self.record.hands[-1]
+    def _close_hand(self, result: HandResult) -> None:
+        hand = self.record.hands[-1]
         hand.scores, hand.totals = list(result.scores), list(result.totals)
         hand.went_out = result.went_out
         if result.game_over:

@@ -99,6 +99,7 @@ from rummy500_env.engine.errors import IllegalActionError, InvalidPositionError,
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.render import render
 from rummy500_env.engine.rules import Rules
+from rummy500_env.engine.scoring import HandResult
 from rummy500_env.engine.seat_view import SeatView
 from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
@@ -192,6 +193,9 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
         }
         self._seeder = random.Random()
         self.game: Game | None = None
+        self.hand_result: HandResult | None = None
+        """The engine's result of the last hand that ended (`Game.result`), kept after the
+        next hand is dealt."""
         self._legal: list[int] | None = None
         self._obs_cache: dict[int, dict[str, np.ndarray]] = {}
 
@@ -282,6 +286,7 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
         self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        self.hand_result = None
         self._hand_results_out = False
         self._after_move(self.game)
 
@@ -418,11 +423,12 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
         """Hand the results out, then end the episode or deal the next hand."""
         self._hand_results_out = True
         n = self.rules.players
-        scores = game.hand_scores()
+        result = self.hand_result = game.result()
+        scores = list(result.scores)
         info = {
             "hand_scores": scores,
-            "totals": game.totals,
-            "went_out": game.went_out,
+            "totals": list(result.totals),
+            "went_out": result.went_out,
             "hands_played": game.hands_played,
         }
         for a in self.agents:
@@ -432,14 +438,14 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
             for i, a in enumerate(self.possible_agents):
                 others = (total - scores[i]) / (n - 1)
                 self.rewards[a] = (scores[i] - others) / 100.0
-        if game.phase == "game_over":
-            winner = game.winner
+        if result.game_over:
+            winner = result.winner
             if self.reward_mode == "win" and winner is not None:
                 for i, a in enumerate(self.possible_agents):
                     self.rewards[a] = 1.0 if i == winner else -1.0 / (n - 1)
             for a in self.agents:
                 self.infos[a]["winner"] = winner
-            done = self.truncations if game.truncated else self.terminations
+            done = self.truncations if result.truncated else self.terminations
             for a in self.agents:
                 done[a] = True
         elif self.episode == "hand":

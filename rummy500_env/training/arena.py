@@ -2,6 +2,9 @@
 
 `play` is the one loop in which the package's tournaments (`training.evaluate`, training's
 evaluations) ask agents for their moves; `tournament.play_task` builds the agents and calls it.
+A bot (anything with `decide`) is handed its seat's information state (`Game.seat_view`) and
+the legal actions; any other agent its observation and mask. A game record is written by
+watching the game as it is played (`Recorder.watching`).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rummy500_env.agents.base import Agent
+from rummy500_env.engine.records import Record, Recorder
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rl.rummy500_v0 import raw_env
 
@@ -22,6 +26,8 @@ class Result:
     totals: list[int]
     hand_scores: list[list[int]]
     truncated: bool
+    record: Record | None = None
+    """The game's record, when `play` was asked for one."""
 
 
 def play(
@@ -29,33 +35,45 @@ def play(
     rules: Rules | str | dict[str, Any],
     seed: int,
     episode: str = "game",
-    moves: list[int] | None = None,
+    record_as: list[str] | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> Result:
-    """Play one game (or one hand) with `agents[i]` in seat i, dealt from `seed`; the action
-    ids played are appended to `moves` in order when it is given (for game records)."""
+    """Play one game (or one hand) with `agents[i]` in seat i, dealt from `seed`. With
+    `record_as` (a name per seat) the result carries the game's record, with `meta`."""
     e = raw_env(rules=rules, episode=episode)
     e.reset(seed=seed)
+    game = e.game
+    assert game is not None
+    recorder = None if record_as is None else Recorder.watching(game, record_as, meta)
     hands: list[list[int]] = []
     while True:
         agent = e.agent_selection
         if e.terminations[agent] or e.truncations[agent]:
             break
-        obs = e.observe(agent)
-        action = agents[e.agent_name_mapping[agent]].act(obs["observation"], obs["action_mask"])
-        if moves is not None:
-            action = int(action)
-            moves.append(action)
-        e.step(action)
-        info = e.infos[agent]
-        if "hand_scores" in info:  # set by the step that ended a hand, cleared after
-            hands.append(list(info["hand_scores"]))
-    game = e.game
-    assert game is not None
+        seat = e.agent_name_mapping[agent]
+        decide = getattr(agents[seat], "decide", None)
+        if decide is not None:
+            action = decide(game.seat_view(seat), game.legal_actions())
+            action_id = e.codec.encode(game, action)
+        else:
+            obs = e.observe(agent)
+            action_id = int(agents[seat].act(obs["observation"], obs["action_mask"]))
+            action = e.codec.decode(game, action_id)
+        e.step(action_id)
+        ended = "hand_scores" in e.infos[agent]  # set by the step that ended a hand
+        if ended:
+            hands.append(list(e.infos[agent]["hand_scores"]))
+        if recorder is not None:
+            dealt = ended and not game.is_hand_over  # the env dealt the next hand at once
+            recorder.note(seat, action, e.hand_result if dealt else None)
+            if dealt:
+                recorder.note_deal()
+    record = None if recorder is None else recorder.record
     totals = game.totals
     if episode == "hand":
         winner = None
         best = max(totals)
         if totals.count(best) == 1:
             winner = totals.index(best)
-        return Result(winner, totals, hands, False)
-    return Result(game.winner, totals, hands, game.truncated)
+        return Result(winner, totals, hands, False, record)
+    return Result(game.winner, totals, hands, game.truncated, record)

@@ -281,12 +281,13 @@ if RAY_MISSING is None:
         """PPO's actor and critic for the env's observation dict, with the action mask.
 
         ``pi`` is `build_network`'s actor (the export copies its weights unchanged), ``vf`` a
-        critic of the same widths; model_config: ``{"net_arch": [...], "activation": ...}``.
+        critic of the same widths; model_config: ``{"net_arch": [...], "activation": ...,
+        "features": N}`` (both read the observation's N features, as `PolicyAgent` does).
         Env runners build it without the critic (inference only).
         """
 
         def setup(self) -> None:
-            size = int(self.observation_space["observation"].shape[0])
+            size = int(self.model_config["features"])
             arch = list(self.model_config["net_arch"])
             act = str(self.model_config["activation"])
             self.pi = build_network(size, arch, int(self.action_space.n), act)
@@ -348,7 +349,11 @@ def build_config(args: Args) -> Any:
     probe = rummy500_env.raw_env(rules=rules)
     obs_space = probe.observation_space(probe.possible_agents[0])
     act_space = probe.action_space(probe.possible_agents[0])
-    model = {"net_arch": list(args.net_arch), "activation": args.activation}
+    model = {
+        "net_arch": list(args.net_arch),
+        "activation": args.activation,
+        "features": probe.encoder.features_size,
+    }
     pool = opponent_pool(args)
 
     def spec(module: Any, model_config: dict[str, Any]) -> Any:

@@ -22,9 +22,7 @@ import numpy as np
 
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
-from rummy500_env.engine.records import Recorder
 from rummy500_env.engine.rules import Rules
-from rummy500_env.rl.rummy500_v0 import raw_env
 from rummy500_env.training.arena import play
 from rummy500_env.training.stats import elo, mean_ci, wilson
 
@@ -87,11 +85,13 @@ def play_task(work: Work) -> GameRecord:
     rules = cfg.game_rules()
     game_seed = cfg.seed * 1_000_003 + task.deal
     agents = [make_agent(pair_specs[a], rules, game_seed * 7 + s) for s, a in enumerate(task.seats)]
-    moves: list[int] | None = [] if cfg.record is not None else None
-    r = play(agents, rules, seed=game_seed, episode=cfg.episode, moves=moves)
-    if moves is not None:
-        players = [pair_specs[a] for a in task.seats]
-        _write_record(cfg, rules, game_seed, moves, players, task, r.totals)
+    players = [pair_specs[a] for a in task.seats] if cfg.record is not None else None
+    meta = {"source": "training.evaluate", "env_seed": game_seed, "pair": task.pair}
+    meta |= {"deal": task.deal, "seating": task.rotation}
+    r = play(agents, rules, seed=game_seed, episode=cfg.episode, record_as=players, meta=meta)
+    if r.record is not None:
+        name = f"pair{task.pair}-deal{task.deal}-seating{task.rotation}.json"
+        r.record.save(Path(cfg.record or ".") / name)
     n = rules.players
     per_agent: list[list[float]] = [[], []]
     for scores in r.hand_scores:
@@ -115,33 +115,6 @@ def play_task(work: Work) -> GameRecord:
         len(r.hand_scores),
         r.truncated,
     )
-
-
-def _write_record(
-    cfg: Config,
-    rules: Rules,
-    seed: int,
-    moves: list[int],
-    players: list[str],
-    task: Task,
-    totals: list[int],
-) -> None:
-    """Write one game's record (--record): its action ids replayed on an env dealt from the same
-    seed give the engine's seed and the actions in notation; the replay must end where the
-    game did."""
-    env = raw_env(rules=rules, episode=cfg.episode)
-    env.reset(seed=seed)
-    assert env.game is not None
-    meta = {"source": "training.evaluate", "env_seed": seed, "pair": task.pair, "deal": task.deal}
-    recorder = Recorder(rules, env.game.seed, players, meta | {"seating": task.rotation})
-    for move in moves:
-        if recorder.game.phase == "hand_over":
-            recorder.next_hand()
-        recorder.play(env.codec.decode(recorder.game, move))
-    if recorder.game.totals != totals:
-        raise EvaluateError(f"the record of deal {task.deal} does not replay to the game played")
-    name = f"pair{task.pair}-deal{task.deal}-seating{task.rotation}.json"
-    recorder.record.save(Path(cfg.record or ".") / name)
 
 
 def seatings(n: int) -> list[list[int]]:
