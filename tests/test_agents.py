@@ -19,6 +19,7 @@ from rummy500_env.agents import (
 from rummy500_env.agents.heuristics import laid_value, partial_cards, plan, template_value
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.cards import parse_cards
+from rummy500_env.engine.melds import meld_value
 from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
 from tests.helpers import SEEN, position, random_positions, reshuffle_hidden
@@ -265,3 +266,34 @@ def test_search_rejects_a_view_no_position_fits():
     assert SearchAgent(rules, rollouts=1, seed=0).sample_world(v) is not None
     v = dataclasses.replace(v, stock_size=v.stock_size + 1)  # more than the unseen cards fill
     assert SearchAgent(rules, rollouts=1, seed=0).sample_world(v) is None
+
+
+@pytest.mark.parametrize(
+    ("rules", "melds"),
+    [
+        # Two decks: the two 9♥ lie in different melds, put down by different seats.
+        ({"decks": 2}, [("9S 9H 9C", 0), ("7H 8H 9H", 1), ("9D 9S 9C", 1)]),
+        # Two runs of one suit that meet, and a set: where each card belongs is only in the
+        # exact part once two decks hold the same cards twice.
+        ({"decks": 2}, [("2H 3H 4H 5H", 0), ("6H 7H 8H", 1), ("4H 5H 6H", 0)]),
+        # Jokers: two jokers in two melds that could each have held either.
+        ({"jokers": 2}, [("5S JK=5D 5C", 1), ("3H 4H JK=5H", 0), ("7H 8H 9H", 1)]),
+    ],
+)
+def test_the_observation_holds_tables_the_old_rebuild_could_not(rules, melds):
+    """Before observation v3 the bots rebuilt the table from its cards and lay-off spots,
+    exact only with one deck and no jokers: with two copies of a card, or jokers that two
+    melds could hold, the owners and the meld of each card were a guess (and a wrong guess
+    moved lay-off targets and table points). Now every seat decodes the engine's table."""
+    g = game(rules=rules, melds=melds)
+    enc = ObservationEncoder(g.rules)
+    for seat in range(g.players):
+        v = enc.seat_view(enc.encode(g, seat))
+        assert v == g.seat_view(seat).relative()
+        assert [str(m) for m in v.melds] == [str(m) for m in g.melds]
+        n = g.players
+        points = [0] * n
+        for m in v.melds:
+            for o, value in zip(m.owners, meld_value(m, g.rules.scoring), strict=True):
+                points[(o + seat) % n] += value
+        assert points == g.table_points()
