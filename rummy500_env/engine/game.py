@@ -741,7 +741,7 @@ class Game:
         if len(a.cards) != 1 or not 1 <= a.copy <= MAX_COPIES[a.cards[0] == JOKER]:
             return "a dig names one buried card, e.g. 'dig 9D' or 'dig 9D#2'"
         c = a.cards[0]
-        depth = next((d for d, _, copy in self._copies(c, 1) if copy == a.copy), None)
+        depth = pile_depth(self.pile, a)
         if depth is None:
             where = "the top card (use 'take')" if pile[-1] == c else "not buried in the pile"
             return f"{card_str(c)}{'#2' if a.copy == 2 else ''} is {where}; pile: {cards_str(pile)}"
@@ -757,7 +757,7 @@ class Game:
         if len(a.cards) != 1 or not 1 <= a.copy <= MAX_COPIES[a.cards[0] == JOKER]:
             return "a call names one pile card, e.g. 'call 9D' or 'call 9D#2'"
         c = a.cards[0]
-        depth = next((d for d, _, copy in self._copies(c, 0) if copy == a.copy), None)
+        depth = pile_depth(self.pile, a)
         if depth is None:
             copy = f"#{a.copy}" if a.copy != 1 else ""
             return f"{card_str(c)}{copy} is not in the pile; pile: {cards_str(self.pile)}"
@@ -784,15 +784,6 @@ class Game:
 
     def _dtgo_note(self) -> str:
         return " without emptying the hand (discard_to_go_out)" * self.rules.discard_to_go_out
-
-    def _copies(self, card: Card, first: int) -> list[Dig]:
-        """Where `card` lies in the pile from depth `first` down (1: buried, for a dig; 0: the
-        top card too, for a call), as (depth, card, copy) from the top down."""
-        pile, out = self.pile, list[Dig]()
-        for depth in range(first, len(pile)):
-            if pile[-1 - depth] == card:
-                out.append((depth, card, len(out) + 1))
-        return out
 
     def _why_illegal_play(self, a: Action) -> str | None:
         p = self.turn
