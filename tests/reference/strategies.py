@@ -203,10 +203,15 @@ def positions(draw: st.DrawFn, phases: tuple[str, ...] = PHASES) -> dict[str, An
     if needs_stock and stock_size == 0:
         stock_size = 1  # docs/rules.md §2 ends_hand: no turn starts on an empty stock
     hands, stock = _deal_others(b, n, turn, hand, stock_size)
+    for q in range(n):  # few cards for many players: a pile or a hand card goes to an empty hand
+        if not hands[q]:
+            donors = [h for h in (pile, hand) if len(h) > 1]
+            assume(donors)
+            hands[q].append(donors[0].pop(0))
     if needs_stock and not stock:
-        spare = [q for q in range(n) if q != turn and len(hands[q]) > 1]
+        spare = [h for h in (*hands, pile) if len(h) > 1]
         assume(spare)  # every card went to a hand; a stock is needed here (rare)
-        stock.append(hands[spare[0]].pop())
+        stock.append(spare[0].pop())
     d: dict[str, Any] = {
         "rules": rules_field,
         "dealer": dealer,
