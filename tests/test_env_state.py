@@ -103,3 +103,23 @@ def test_the_single_agent_view_copies_mid_game():
                 break
         runs.append(seen)
     assert runs[0] == runs[1] == runs[2]
+
+
+def test_the_exact_part_stays_inside_the_observation_space():
+    """Totals far below zero (a long game of weak players) or over a small target still
+    decode exactly, and every float stays inside the observation space's ±2."""
+    from tests.helpers import game
+
+    g = game(
+        rules={"target": 100},
+        hands=["9S 9H 2C", "5D 6D QS"],
+        totals=[-20_000, 95],
+        turns=150,
+        hands_played=99,
+    )
+    e = rummy500_env.raw_env(rules=g.rules)
+    e.reset(options={"position": g.to_dict()})
+    for agent in e.possible_agents:
+        obs = e.observe(agent)
+        assert e.observation_space(agent).contains(obs)
+        assert e.encoder.seat_view(obs["observation"]) == e.seat_view(agent).relative()

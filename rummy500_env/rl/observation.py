@@ -83,10 +83,11 @@ and ``owner`` the seat that put it there:
                                  row per joker, in table order
 ``own_known``       52 (+1)      own cards the others know of (count / D; with jokers, then the
                                  known jokers / K)
-``exact_state``     5 + 2 n      dealer seat / n, seat to act / n, turns / 4096, hands played /
-                                 4096, the hand is over (1 / 0), totals before this hand / target
-                                 (not clipped) per seat, this hand's scores / target once it is
-                                 over (0 before) per seat
+``exact_state``     5 + 2 n      dealer seat / n, seat to act / n, turns / 65536, hands played /
+                                 65536, the hand is over (1 / 0), totals before this hand / 65536
+                                 per seat, this hand's scores / 65536 once it is over (0 before)
+                                 per seat (exact while each is below 131,072 in size: inside the
+                                 observation space's ±2)
 ==================  ===========  ==================================================================
 
 The exact part adds 56 D + 2 n + 57 floats (+ 56 K + 1 with jokers): 865 for the standard game.
@@ -122,6 +123,9 @@ FEATURE_VERSIONS = (2, 3)
 """Observation versions whose feature part is today's: a policy recorded with either plays."""
 EXACT_CODE = 256
 """Meld numbers × 4 set slots a table place's code can hold (36 melds at most: 108 cards)."""
+EXACT_SCALE = 65536.0
+"""The exact part's counts and points are divided by this (not by the target: totals of a
+long game or a small target would leave the space's ±2)."""
 
 FloatArray = np.ndarray[Any, np.dtype[np.float32]]
 MeldPart = tuple[list[int], list[int], list[tuple[int, int]]]
@@ -289,15 +293,15 @@ class ObservationEncoder:
         obs[i : i + 5] = [
             (game.dealer - observer) % n / n,
             (game.turn - observer) % n / n,
-            game.turns / 4096,
-            game.hands_played / 4096,
+            game.turns / EXACT_SCALE,
+            game.hands_played / EXACT_SCALE,
             float(over),
         ]
         order = self._seat_order[observer]
-        obs[i + 5 : i + 5 + n] = [game.totals_before[p] / r.target for p in order]
+        obs[i + 5 : i + 5 + n] = [clip(game.totals_before[p] / EXACT_SCALE) for p in order]
         if over:
             scores = game.hand_scores()
-            obs[i + 5 + n : i + 5 + 2 * n] = [scores[p] / r.target for p in order]
+            obs[i + 5 + n : i + 5 + 2 * n] = [clip(scores[p] / EXACT_SCALE) for p in order]
 
     def seat_view(self, observation: np.ndarray[Any, Any]) -> SeatView:
         """The information state an observation records (`SeatView`), in the observation's
@@ -323,7 +327,7 @@ class ObservationEncoder:
         pile = tuple(c for _, c in sorted(places))
         state = v["exact_state"]
         over = bool(state[4])
-        totals = tuple(round(float(x) * r.target) for x in state[5 : 5 + n])
+        totals = tuple(round(float(x) * EXACT_SCALE) for x in state[5 : 5 + n])
         hand = counted(v["hand"], d) + [JOKER] * (round(float(v["hand_jokers"][0]) * k) if k else 0)
         known = [
             tuple(
@@ -347,10 +351,10 @@ class ObservationEncoder:
         if k:
             must += [JOKER] * int(v["joker_flags"][0])
             taken += [JOKER] * int(v["joker_flags"][1])
-        hands_played = round(float(state[3]) * 4096)
+        hands_played = round(float(state[3]) * EXACT_SCALE)
         result = None
         if over:
-            scores = [round(float(x) * r.target) for x in state[5 + n : 5 + 2 * n]]
+            scores = [round(float(x) * EXACT_SCALE) for x in state[5 + n : 5 + 2 * n]]
             went_out = next((s for s in range(n) if hand_sizes[s] == 0), None)
             result = result_of_scores(r, scores, totals, went_out, hands_played)
             phase = "game_over" if result.game_over else "hand_over"
@@ -370,7 +374,7 @@ class ObservationEncoder:
             taken_top=taken[0] if taken else None,
             must_play=must[0] if must else None,
             discarder=discarder,
-            turns=round(float(state[2]) * 4096),
+            turns=round(float(state[2]) * EXACT_SCALE),
             hands_played=hands_played,
             result=result,
         )
