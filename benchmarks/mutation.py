@@ -45,6 +45,7 @@ TESTS = [
     "tests/test_reference.py",
     "tests/test_reference_model.py",
     "tests/test_seat_view.py",
+    "tests/test_reference_mutants.py",
 ]
 """The rules tests, the reference properties and the engine's information-state tests: the
 suite whose strength is measured (no RL, browser or training tests: they cost minutes)."""

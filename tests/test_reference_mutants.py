@@ -1,0 +1,86 @@
+"""Tests written for mutants that survived the rules tests and the reference properties
+(benchmarks/mutation.py, docs/testing.md): each names the deliberate bug it kills."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rummy500_env import Action, Game, IllegalActionError, Rules
+from rummy500_env.engine.cards import parse_card
+from tests.helpers import game, play
+
+
+def test_an_unseeded_game_draws_an_int_seed_and_keeps_it():
+    """`Game.new` without a seed draws one (mutant: the seed left None, every unseeded game
+    then deals the same cards)."""
+    seeds = {Game.new("standard").seed for _ in range(3)}
+    assert all(type(s) is int for s in seeds) and len(seeds) == 3
+    g = Game.new("standard")
+    assert g.to_dict()["seed"] == g.seed
+
+
+def test_next_hand_refused_mid_hand_does_not_say_the_game_is_over():
+    """The refusal names the phase, and says "the game is over" only when it is (mutant: the
+    note added always, or replaced by other text)."""
+    g = Game.new("standard", seed=1)
+    with pytest.raises(IllegalActionError) as mid:
+        g.next_hand()
+    assert "game is over" not in str(mid.value) and "'draw'" in str(mid.value)
+    over = game(
+        hands=["5C", "2S 3S"], pile="9D", melds=[("KC KD KH", 0)], totals=[480, 0], phase="play"
+    )
+    over.apply("discard 5C")
+    assert over.phase == "game_over"
+    with pytest.raises(IllegalActionError, match=r"\(the game is over\)$"):
+        over.next_hand()
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        Action("call", (parse_card("9D"), parse_card("KC"))),
+        Action("dig", (parse_card("9D"), parse_card("KC"))),
+        Action("dig", (parse_card("9D"),), -1, 0),
+        Action("discard", (parse_card("5C"), parse_card("7C"))),
+        Action("layoff", (parse_card("5C"), parse_card("7C")), 0),
+    ],
+    ids=["call-two-cards", "dig-two-cards", "dig-copy-0", "discard-two", "layoff-two"],
+)
+def test_malformed_actions_built_in_code_are_illegal(action):
+    """An `Action` built in code with the wrong number of cards or copy is refused, never
+    judged by its first card (mutant: `or` turned into `and` in the arity checks)."""
+    rules = Rules(rummy_calls=True)
+    g = game(rules=rules.to_dict(), hands=["9S 9H 5C 7C", "2S 3S"], pile="9D KC 2C")
+    assert not g.is_legal(action)
+    with pytest.raises(IllegalActionError):
+        g.apply(action)
+
+
+def test_a_known_card_stays_known_while_one_known_copy_is_held():
+    """Two decks: the hand holds 9D, digs the other 9D and melds one of the two; the dug copy
+    may be the one still held, so 9D stays known, as long as the hand holds as many copies
+    as are known (docs/rules.md §3 "Pile cards are known"; mutant: the known count read one
+    too high, dropping it)."""
+    g = game(rules={"decks": 2}, hands=["9D 9H 9S 5C 7C", "2S 3S"], pile="9D KC 2C")
+    play(g, "dig 9D", "meld 9D 9H 9S")
+    assert g.to_dict()["known"][0] == ["2C", "KC", "9D"]
+    play(g, "discard 9D")
+    assert g.to_dict()["known"][0] == ["2C", "KC"]
+
+
+def test_games_are_equal_only_when_their_positions_are():
+    """`==` compares positions (mutant: any two games equal)."""
+    a, b = Game.new("standard", seed=1), Game.new("standard", seed=2)
+    assert a != b and a == a.copy() and a != "not a game"
+
+
+def test_from_seat_view_draws_from_a_given_generator():
+    """A `random.Random` is drawn from, so equal generators give equal worlds (mutant: it
+    was passed to `random.Random` again, which refuses it)."""
+    g = Game.new("standard", seed=3)
+    view = g.seat_view(0)
+    one = Game.from_seat_view(view, random.Random(9))
+    two = Game.from_seat_view(view, random.Random(9))
+    assert one == two and one.hand(0) == g.hand(0)
