@@ -86,6 +86,18 @@ def test_marks_show_meldable_cards_before_the_draw_and_on_the_computers_turn():
         assert marks["8H"].group != marks["9C"].group
 
 
+def test_marks_find_the_joker_a_meld_names_by_the_card_it_stands_for():
+    """Issue 20: the plan ``meld JK=QD KD AD`` names QD where the hand holds JK; the marks
+    went looking for a QD and the deal of half the joker games failed."""
+    g = Game.new(Rules(jokers=2), seed=2)
+    g.apply("draw")
+    plan = put_down_plan(g)
+    assert [str(a) for a in plan] == ["meld JK=QD KD AD"]
+    marks = dict(zip(names(g.hand(0)), hand_marks(g, 0), strict=True))
+    assert {c for c, m in marks.items() if m is not None} == {"JK", "KD", "AD"}
+    assert marks["JK"] == marks["KD"] == marks["AD"]
+
+
 # --- what the human is shown ----------------------------------------------------------------------
 
 

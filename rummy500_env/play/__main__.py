@@ -8,14 +8,17 @@ recorded game step by step.
     python -m rummy500_env.play --replay runs/records/pair0-deal0-seating0.json
 
 It serves the page on 127.0.0.1 (a free port unless --port says), prints the address and
-opens the browser. Games are saved after every move in the user's data folder (--data-dir),
-so a reload or a restart carries on; each finished game's record is written there too.
+opens the browser. Served beyond loopback (--host 0.0.0.0) it warns, prints every address
+it can be reached at, and requires a secret token in the URL for every request. Games are
+saved after every move in the user's data folder (--data-dir), so a reload or a restart
+carries on; each finished game's record is written there too.
 docs/play.md has the details and the record format.
 """
 
 from __future__ import annotations
 
 import argparse
+import secrets
 import socket
 import sys
 import threading
@@ -60,7 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--players", type=int, choices=PLAYERS, default=None, help="seats, you included (2)"
     )
-    ap.add_argument("--host", default="127.0.0.1", help="address to serve on (127.0.0.1)")
+    ap.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to serve on (127.0.0.1); another address opens the page to the "
+        "network, behind a secret token printed at start",
+    )
     ap.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     ap.add_argument("--no-browser", action="store_true", help="do not open a browser")
     ap.add_argument("--data-dir", type=Path, default=None, help="where games are saved")
@@ -97,21 +105,54 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(app: Any, sock: socket.socket, banner: str, open_browser: bool) -> None:
-    """Serve `app` on a bound socket until Ctrl+C, printing the address first."""
+def addresses(host: str) -> list[str]:
+    """The addresses a server bound to `host` is reached at: the host itself, or for a
+    wildcard (``0.0.0.0``, ``::``) loopback and this machine's own addresses."""
+    if host not in ("0.0.0.0", "::"):
+        return [host]
+    family = socket.AF_INET6 if host == "::" else socket.AF_INET
+    found = ["::1" if host == "::" else "127.0.0.1"]
+    try:
+        infos = socket.getaddrinfo(socket.gethostname(), None, family, socket.SOCK_STREAM)
+    except OSError:
+        infos = []
+    for info in infos:
+        address = str(info[4][0])
+        if address not in found:
+            found.append(address)
+    return found
+
+
+def serve(
+    app: Any, sock: socket.socket, banner: str, open_browser: bool, token: str | None = None
+) -> None:
+    """Serve `app` on a bound socket until Ctrl+C, printing its addresses first (with the
+    token, when there is one: printed once, here)."""
     import uvicorn
 
+    from rummy500_env.play.guard import is_loopback
+
     host, port = sock.getsockname()[:2]
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    url = f"http://{f'[{shown}]' if ':' in shown else shown}:{port}/"
-    print(f"{banner}\n  {url}\n(Ctrl+C stops the server)", flush=True)
+    query = f"?token={token}" if token else ""
+    urls = [f"http://{f'[{a}]' if ':' in a else a}:{port}/{query}" for a in addresses(host)]
+    if not is_loopback(host):
+        print(
+            f"WARNING: serving on {host}, beyond this machine: anyone who can reach port "
+            f"{port} can open the page. Every request needs the secret token in the address "
+            "below; share it only with whoever should play. Use --host 127.0.0.1 (the default) "
+            "to keep the server to this machine.",
+            file=sys.stderr,
+            flush=True,
+        )
+    listed = "\n".join(f"  {u}" for u in urls)
+    print(f"{banner}\n{listed}\n(Ctrl+C stops the server)", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     if open_browser:
-        threading.Thread(target=_open_when_ready, args=(server, url), daemon=True).start()
+        threading.Thread(target=_open_when_ready, args=(server, urls[0]), daemon=True).start()
     server.run(sockets=[sock])
 
 
-def _play_app(args: argparse.Namespace) -> tuple[Any, str]:
+def _play_app(args: argparse.Namespace, token: str | None) -> tuple[Any, str]:
     from rummy500_env.play.server import create_app
     from rummy500_env.play.store import default_data_dir
     from rummy500_env.play.table import Setup
@@ -121,17 +162,20 @@ def _play_app(args: argparse.Namespace) -> tuple[Any, str]:
     if parse_spec(spec).kind == "policy":
         spec = str(Path(spec).resolve())  # saved games name the file wherever the server runs
     data_dir = args.data_dir or default_data_dir()
-    app = create_app(Setup(rules, spec), data_dir, args.seed, args.pace, args.host)
+    app = create_app(Setup(rules, spec), data_dir, args.seed, args.pace, args.host, token=token)
+    damaged = app.state.service.store.damaged
+    if damaged:
+        print(f"WARNING: {damaged}", file=sys.stderr, flush=True)
     label = app.state.service.setup.opponent_label()
     return app, f"Rummy 500 against {label} (games saved in {data_dir})"
 
 
-def _replay_app(args: argparse.Namespace) -> tuple[Any, str]:
+def _replay_app(args: argparse.Namespace, token: str | None) -> tuple[Any, str]:
     from rummy500_env.engine.records import Record
     from rummy500_env.play.server import create_replay_app
 
     record = Record.load(args.replay)
-    app = create_replay_app(record, args.replay.name, args.host)
+    app = create_replay_app(record, args.replay.name, args.host, token)
     return app, f"Replay of {args.replay} ({len(record.hands)} hands)"
 
 
@@ -141,7 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --pace must be 0 or more milliseconds", file=sys.stderr)
         return 2
     try:
-        app, banner = _replay_app(args) if args.replay else _play_app(args)
+        from rummy500_env.play.guard import is_loopback  # the play extra (starlette)
+
+        token = None if is_loopback(args.host) else secrets.token_urlsafe(24)
+        app, banner = (_replay_app if args.replay else _play_app)(args, token)
         sock = _bind(args.host, args.port)
     except ModuleNotFoundError as e:
         need = "PyTorch (pip install torch)" if e.name == "torch" else EXTRA_HINT
@@ -151,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:
-        serve(app, sock, banner, not args.no_browser)
+        serve(app, sock, banner, not args.no_browser, token)
     except KeyboardInterrupt:
         pass
     return 0

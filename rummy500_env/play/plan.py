@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from rummy500_env.engine.cards import JOKER, card_str
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.melds import Meld
@@ -84,7 +85,10 @@ def hand_marks(game: Game, player: int) -> list[Mark | None]:
             onto = None if target in groups or target >= len(game.melds) else target
         group = groups.setdefault(target, len(groups))
         for c in a.cards:
-            i = next(i for i, h in enumerate(hand) if h == c and marks[i] is None)
+            held = JOKER if a.jokers >> c & 1 else c  # "JK=QD" is the joker in the hand
+            i = next((i for i, h in enumerate(hand) if h == held and marks[i] is None), None)
+            if i is None:  # cannot happen: the plan plays cards of this hand
+                raise RuntimeError(f"the plan's {a} names {card_str(held)}, not in the hand")
             marks[i] = Mark(group, onto)
         g.play_unchecked(a)
     return marks

@@ -17,7 +17,10 @@ The play API (JSON; every error is ``{"error": "..."}`` with a 4xx status, never
 =======================================  ===================================================
 
 The computer and the rules are the command line's; no request can choose them. Game ids are
-random tokens the browser keeps; each game is saved after every move (`store.Store`).
+random tokens the browser keeps; each game is saved after every move (`store.Store`), and a
+move is answered only once it is saved: a move that cannot be saved is not played (503, the
+game in memory back as saved). Which requests are answered at all is `guard.Guard`'s to say
+(host, origin, token, size).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import itertools
 import json
 import re
 import secrets
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -36,7 +40,6 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -45,7 +48,8 @@ from starlette.staticfiles import StaticFiles
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.records import Record, RecordError
-from rummy500_env.play.store import Store
+from rummy500_env.play.guard import BodyTooLarge, Guard, read_body
+from rummy500_env.play.store import StaleGameError, Store, StoreError
 from rummy500_env.play.table import Computers, PlayError, Setup, Table
 from rummy500_env.play.view import describe, table_view
 
@@ -53,6 +57,10 @@ STATIC = Path(__file__).parent / "static"
 GAME_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 MAX_ACTIONS = 64
 """Most actions one request may carry (a "Put down all" is a handful)."""
+MAX_ACTION_TEXT = 100
+"""Characters one action text may have (the longest, a two-deck meld of jokers, is ~60)."""
+QUOTED = 60
+"""Characters of a request's own text an error message quotes back, at most."""
 CACHED_TABLES = 16
 """Games kept in memory; others are resumed from the store when asked for."""
 T = TypeVar("T")
@@ -75,13 +83,16 @@ class PlayService:
         self.tables: OrderedDict[str, Table] = OrderedDict()
         self._seeds = itertools.count(seed) if seed is not None else None
 
-    def new_game(self) -> Table:
-        """Deal a new game (from the next seed of ``--seed``, or a random one) and save it."""
+    def new_game(self) -> dict[str, Any]:
+        """Deal a new game (from the next seed of ``--seed``, or a random one), save it and
+        return its view. The view is made before the save, so a game the page cannot be
+        shown is never saved under an id the page does not receive."""
         seed = next(self._seeds) if self._seeds is not None else secrets.randbits(63)
         table = Table.new(secrets.token_urlsafe(16), self.setup, self.computers, seed)
-        self._keep(table)
+        view = table.view()
         self.save(table)
-        return table
+        self._keep(table)
+        return view
 
     def table(self, game_id: str) -> Table:
         """The game with this id: in memory, or resumed from the store (404 if unknown)."""
@@ -90,24 +101,47 @@ class PlayService:
         table = self.tables.get(game_id)
         if table is None:
             try:
-                record = self.store.load(game_id)
+                found = self.store.fetch(game_id)
+            except StoreError as e:
+                raise PlayError(503, f"{e}; try again") from None
             except (RecordError, ValueError) as e:
                 raise PlayError(409, f"the saved game {game_id} cannot be resumed: {e}") from None
-            if record is None:
+            if found is None:
                 raise PlayError(404, f"no saved game with id {game_id!r}: start a new game")
             try:
-                table = Table.resume(game_id, self.setup, self.computers, record)
+                table = Table.resume(game_id, self.setup, self.computers, found[0])
             except RecordError as e:
                 raise PlayError(409, f"the saved game {game_id} cannot be resumed: {e}") from None
+            table.version = found[1]
         self._keep(table)
         return table
 
     def save(self, table: Table) -> None:
-        """Store the game after a move; once it is over, also write its record file."""
-        self.store.save(table.id, table.record)
+        """Store the game after a move; once it is over, also write its record file.
+
+        Raises `PlayError` (409 for a game another server changed, 503 for a database that
+        cannot be written) when the move is not saved; the caller then forgets the table.
+        """
+        try:
+            table.version = self.store.save(table.id, table.record, table.version)
+        except StaleGameError as e:
+            self.forget(table.id)
+            raise PlayError(409, str(e)) from None
+        except StoreError as e:
+            self.forget(table.id)
+            raise PlayError(
+                503, f"the move was not played, since it could not be saved: {e}. Try again"
+            ) from None
         path = self.store.record_file(table.id)
         if table.record.finished and not path.exists():
-            table.record.save(path)
+            try:
+                table.record.save(path)
+            except OSError as e:  # the game row holds the record: it is written next time
+                print(f"warning: cannot write the record {path}: {e}", file=sys.stderr)
+
+    def forget(self, game_id: str) -> None:
+        """Drop a game from memory, so the next request resumes it as saved."""
+        self.tables.pop(game_id, None)
 
     def _keep(self, table: Table) -> None:
         self.tables[table.id] = table
@@ -127,6 +161,7 @@ def create_app(
     pace_ms: int = 700,
     host: str = "127.0.0.1",
     computers: Computers | None = None,
+    token: str | None = None,
 ) -> Starlette:
     """The play app: the page, and the API above, for the computers of `setup`.
 
@@ -136,12 +171,14 @@ def create_app(
         seed: deal the first new game from this seed, the next from seed + 1, ... (None:
             random seeds).
         pace_ms: the page's pause between two computer moves.
-        host: the address served; requests naming another host are refused (a guard against
-            DNS rebinding: a web page elsewhere cannot drive this server).
+        host: the address served; on loopback, requests naming another host are refused (a
+            guard against DNS rebinding: a web page elsewhere cannot drive this server).
         computers: the computer players (default: built from `setup`).
+        token: the secret every API request must carry (`guard.Guard`); the command line
+            makes one when serving beyond loopback.
     """
     service = PlayService(setup, Store(data_dir), seed, computers)
-    app = _app(PlayAPI(service, pace_ms).routes(), host)
+    app = _app(PlayAPI(service, pace_ms).routes(), host, token)
     app.state.service = service
     return app
 
@@ -187,7 +224,7 @@ class PlayAPI:
         await _body(request, {}, "the computer and the rules are set on the command line")
 
         def deal() -> dict[str, Any]:
-            return {"state": self.service.new_game().view()}
+            return {"state": self.service.new_game()}
 
         return JSONResponse(await run_in_threadpool(self.service.locked, deal), status_code=201)
 
@@ -237,12 +274,19 @@ class PlayAPI:
         self, request: Request, work: Callable[[Table], dict[str, Any]], save: bool = False
     ) -> Response:
         """Run `work` on the request's game under the lock; with `save`, store the game after
-        it (before answering: a move is saved by the time the page hears of it)."""
+        it (before answering: a move is saved by the time the page hears of it). A move that
+        fails past its checks, or cannot be saved, is undone: the table is forgotten, so the
+        game in memory is the game on disk."""
         game_id = request.path_params["game_id"]
 
         def run() -> dict[str, Any]:
             table = self.service.table(game_id)
-            out = work(table)
+            try:
+                out = work(table)
+            except Exception as e:
+                if save and not (isinstance(e, PlayError) and e.status < 500):
+                    self.service.forget(game_id)  # a refusal (4xx) changed nothing; a bug may have
+                raise
             if save:
                 self.service.save(table)
             return out
@@ -250,7 +294,9 @@ class PlayAPI:
         return JSONResponse(await run_in_threadpool(self.service.locked, run))
 
 
-def create_replay_app(record: Record, name: str, host: str = "127.0.0.1") -> Starlette:
+def create_replay_app(
+    record: Record, name: str, host: str = "127.0.0.1", token: str | None = None
+) -> Starlette:
     """The replay app: the page shows `record` step by step with every hand visible.
 
     The record is replayed once here (every action checked, `RecordError` if it does not
@@ -303,7 +349,7 @@ def create_replay_app(record: Record, name: str, host: str = "127.0.0.1") -> Sta
         Route("/api/replay", replay),
         Route("/api/replay/frames/{index:int}", frame),
     ]
-    return _app(routes, host)
+    return _app(routes, host, token)
 
 
 def _seat_names(players: list[str]) -> list[str]:
@@ -315,20 +361,19 @@ def _seat_names(players: list[str]) -> list[str]:
     return out
 
 
-def _app(routes: list[BaseRoute], host: str) -> Starlette:
-    """The app around some API routes: the page, its static files, JSON errors, host check."""
+def _app(routes: list[BaseRoute], host: str, token: str | None) -> Starlette:
+    """The app around some API routes: the page, its static files, JSON errors, `Guard`."""
 
     async def index(request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
 
-    hosts = ["*"] if host in ("0.0.0.0", "::", "") else [host, "127.0.0.1", "localhost"]
     return Starlette(
         routes=[
             Route("/", index),
             *routes,
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
-        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
+        middleware=[Middleware(Guard, host=host, token=token)],
         exception_handlers={
             PlayError: _play_error,
             HTTPException: _http_error,
@@ -338,22 +383,35 @@ def _app(routes: list[BaseRoute], host: str) -> Starlette:
 
 
 async def _body(request: Request, fields: dict[str, type], hint: str) -> dict[str, Any]:
-    """The JSON object of a request body with only these fields (an empty body is {})."""
-    raw = await request.body()
+    """The JSON object of a request body with only these fields (an empty body is {}).
+
+    At most `MAX_BODY` bytes are read (413 beyond); JSON nested too deep for the parser is a
+    400 like any other bad JSON; error messages quote the body's own text only briefly."""
+    try:
+        raw = await read_body(request)
+    except BodyTooLarge as e:
+        raise PlayError(413, str(e)) from None
     if not raw.strip():
         return {}
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError:
+        raise PlayError(400, "the request body is not JSON: it is not UTF-8 text") from None
+    except ValueError as e:  # the parser's message names a place, never the text
         raise PlayError(400, f"the request body is not JSON: {e}") from None
+    except RecursionError:
+        raise PlayError(
+            400, "the request body is not JSON this server reads: nested too deeply"
+        ) from None
     if not isinstance(data, dict):
         raise PlayError(400, f"the request body must be a JSON object, not {type(data).__name__}")
     unknown = sorted(set(data) - set(fields))
     if unknown:
         takes = ", ".join(fields) if fields else "no fields"
+        shown = [k[:QUOTED] for k in unknown[:5]] + (["..."] if len(unknown) > 5 else [])
         raise PlayError(
             400,
-            f"unknown field(s) {unknown}: this request takes {takes}"
+            f"unknown field(s) {shown}: this request takes {takes}"
             + (f" ({hint})" if hint else ""),
         )
     for key, kind in fields.items():
@@ -369,6 +427,13 @@ def _action_texts(body: dict[str, Any]) -> list[str]:
     texts = [body["action"]] if "action" in body else body["actions"]
     if not texts or len(texts) > MAX_ACTIONS or not all(isinstance(t, str) for t in texts):
         raise PlayError(400, f'"actions" must be a list of 1 to {MAX_ACTIONS} action texts')
+    for t in texts:
+        if len(t) > MAX_ACTION_TEXT:
+            raise PlayError(
+                400,
+                f"an action text has at most {MAX_ACTION_TEXT} characters; this one has "
+                f"{len(t)} ({t[:QUOTED]!r}...)",
+            )
     return texts
 
 

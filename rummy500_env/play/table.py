@@ -111,6 +111,9 @@ class Table:
         self.names = setup.names()
         self.log: list[dict[str, Any]] = []
         """This hand's moves in words, as the human may know them."""
+        self.version = 0
+        """The saved row's version this table was read from or last written as (0: never
+        saved; `store.Store.save` checks it)."""
 
     @classmethod
     def new(cls, game_id: str, setup: Setup, computers: Computers, seed: int) -> Table:

@@ -11,6 +11,8 @@ const GAME_KEY = "rummy500.gameId";
 const TAPPED = new Set(["draw", "take", "dig", "meld", "layoff", "discard"]);
 const LABELS = { decline: "Take nothing (ends the hand)", pass: "Pass", done: "Done" };
 const params = new URLSearchParams(location.search);
+// A server open to the network needs its secret token (printed at its start, in the URL).
+const TOKEN = params.get("token");
 
 const ui = {
   config: null,
@@ -18,6 +20,7 @@ const ui = {
   selected: [], // indices into state.hand
   busy: false, // the computer is playing (or a request is out)
   skipping: false,
+  drawWhenFree: false, // the stock was tapped while the computer played: draw on our turn
   pace: 700,
   event: null, // the last move, in words
   flash: [], // cards the last move touched
@@ -108,6 +111,7 @@ function backs(count, limit = 13) {
 
 async function api(method, path, body) {
   const options = { method, headers: {} };
+  if (TOKEN) options.headers["X-Rummy500-Token"] = TOKEN;
   if (body !== undefined) {
     options.headers["Content-Type"] = "application/json";
     options.body = JSON.stringify(body);
@@ -161,12 +165,30 @@ function show(state, event = null) {
 async function send(actions) {
   if (!ui.state) return;
   if (ui.busy) return say("Wait a moment: the computer is playing (or press Skip ahead).");
+  if (ui.state.waiting !== "you") return say(waitingReason(ui.state));
   try {
     const reply = await api("POST", gamePath("/actions"), { actions });
     show(reply.state, reply.events[reply.events.length - 1]);
   } catch (error) {
     say(error.message);
   }
+}
+
+function waitingReason(s) {
+  if (s.waiting === "next_hand") return "The hand is over: press Next hand to deal the next one.";
+  if (s.waiting === "game_over") return "The game is over: press New game to play again.";
+  return `It is ${nameOf(s.turn)}'s turn.`;
+}
+
+function onStock() {
+  // A tap on the stock while the computer's moves are still being shown skips them and
+  // draws as soon as it is the human's turn (or says why not, if the hand ends first).
+  if (ui.busy) {
+    ui.skipping = true;
+    ui.drawWhenFree = true;
+    return say("Skipping ahead to your turn, then drawing from the stock…");
+  }
+  return send(["draw"]);
 }
 
 async function runComputer() {
@@ -189,6 +211,13 @@ async function runComputer() {
     ui.busy = false;
     ui.skipping = false;
     render();
+  }
+  if (ui.drawWhenFree) {
+    ui.drawWhenFree = false;
+    if (ui.state.legal.includes("draw")) {
+      ui.message = "";
+      await send(["draw"]);
+    } else say(`Not drawn: ${waitingReason(ui.state)}`);
   }
 }
 
@@ -587,7 +616,7 @@ function renderResult(s) {
     if (s.record_url)
       buttons.push(
         el("a", {
-          href: s.record_url,
+          href: TOKEN ? `${s.record_url}?token=${encodeURIComponent(TOKEN)}` : s.record_url,
           download: `rummy500-${s.id}.json`,
           text: "Download the game record",
         }),
@@ -735,7 +764,7 @@ function togglePlay() {
 function bindPlayControls() {
   $("new-game").hidden = false;
   $("new-game").onclick = onNewGame;
-  $("stock").onclick = () => send(["draw"]);
+  $("stock").onclick = onStock;
   $("meld-button").onclick = onMeldButton;
   $("layoff-button").onclick = onLayoffButton;
   $("discard-button").onclick = onDiscardButton;
