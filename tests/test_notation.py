@@ -100,3 +100,23 @@ def test_liberal_action_forms_parse_to_canonical_text(text, canonical):
 def test_malformed_action_text_raises_action_parse_error(text):
     with pytest.raises(ActionParseError):
         Action.parse(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["layoff 9D ²", "layoff 9D ٣", "layoff 9D ３", "layoff JK=9D ³", "layoff 9D " + "9" * 5000],
+    ids=["superscript", "arabic-indic", "fullwidth", "joker-superscript", "huge"],
+)
+def test_a_meld_number_is_ascii_digits_only(text):
+    """Issue 20: ``str.isdigit`` let ``²`` through to ``int`` (a bare ValueError, a 500 on the
+    play server) and read ``٣`` as meld 3."""
+    with pytest.raises(ActionParseError, match="in the digits 0-9"):
+        Action.parse(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["dig 9D#²", "dig 9D#٢", "call 9D#２", "１０H", "discard ٣H", "meld 9S 9H 9D ٣"]
+)
+def test_other_non_ascii_digits_are_parse_errors_too(text):
+    with pytest.raises(ActionParseError):
+        Action.parse(text)

@@ -141,9 +141,10 @@ def _parse_words(kind: str, args: list[str], text: str) -> Action | None:
         places = [_place(a, text) for a in args]
         return meld_action((c for c, _ in places), _joker_mask(places, text))
     if kind == "layoff" and len(args) == 2:
-        if not args[1].isdigit():
+        if not _is_meld_number(args[1]):
             raise ActionParseError(
-                f"layoff needs a card and a meld number, e.g. 'layoff 10C 2', got {text!r}"
+                f"layoff needs a card and a meld number in the digits 0-9 (at most "
+                f"{MELD_NUMBER_DIGITS}), e.g. 'layoff 10C 2', got {text!r}"
             )
         card, joker = _place(args[0], text)
         if joker:
@@ -152,6 +153,17 @@ def _parse_words(kind: str, args: list[str], text: str) -> Action | None:
     if kind == "discard" and len(args) == 1:
         return Action("discard", (_plain_card(args[0], text),))
     return None
+
+
+MELD_NUMBER_DIGITS = 3
+"""Digits a lay-off's meld number may have: a table never holds 1000 melds, and a bound keeps
+``int()`` of a huge number from failing (Python limits it to 4300 digits)."""
+
+
+def _is_meld_number(word: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also accepts ``²`` (which ``int`` refuses) and
+    ``٣`` (which ``int`` reads as 3), so neither is a meld number here."""
+    return 0 < len(word) <= MELD_NUMBER_DIGITS and all("0" <= ch <= "9" for ch in word)
 
 
 def _plain_card(word: str, text: str) -> Card:
