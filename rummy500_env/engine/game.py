@@ -18,7 +18,7 @@ dig's predicate.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from rummy500_env.engine import positions
@@ -37,7 +37,11 @@ from rummy500_env.engine.cards import (
     multiset_of,
     multiset_remove,
 )
-from rummy500_env.engine.errors import ActionParseError, IllegalActionError
+from rummy500_env.engine.errors import (
+    ActionParseError,
+    IllegalActionError,
+    InvalidPositionError,
+)
 from rummy500_env.engine.melds import (
     JOKER_START_PAIRS,
     MELD_MASKS,
@@ -163,13 +167,17 @@ class Game:
 
     @classmethod
     def new(
-        cls, rules: Rules | str | dict[str, Any] | None = None, seed: int | None = None
+        cls,
+        rules: Rules | str | dict[str, Any] | None = None,
+        seed: int | None = None,
+        deck: Sequence[Card] | None = None,
     ) -> Game:
         """A new game with the first hand dealt. The same rules and seed replay identically.
 
         The first dealer is the last player, so player 0 acts first (docs/rules.md §1: the
         player after the dealer leads). With ``seed=None`` a random seed is drawn and kept in
-        `to_dict`, so any game can be replayed.
+        `to_dict`, so any game can be replayed. `deck` deals these cards instead of a
+        shuffle (see `next_hand`).
         """
         rules = Rules.coerce(rules)
         if seed is None:
@@ -177,7 +185,7 @@ class Game:
         elif type(seed) is not int:
             raise TypeError(f"seed must be an int or None, not {seed!r}")
         g = cls(rules, seed)
-        g._deal()
+        g._deal(deck)
         return g
 
     @classmethod
@@ -286,12 +294,20 @@ class Game:
             setattr(g, name, value[:] if type(value) is list else value)
         return g
 
-    def _deal(self) -> None:
+    def _deal(self, order: Sequence[Card] | None = None) -> None:
         """Shuffle and deal a hand (docs/rules.md §1 "Cards and deal"); the deal is seeded by
-        the game seed and the hand number, so `next_hand` after `from_dict` replays too."""
+        the game seed and the hand number, so `next_hand` after `from_dict` replays too.
+        `order` (the whole deck, checked) replaces the shuffle."""
         r, n = self.rules, self.rules.players
         deck = [*range(NUM_CARDS), *[JOKER] * r.jokers] * r.deck_count
-        random.Random(f"rummy500/{self.seed}/{self.hands_played}").shuffle(deck)
+        if order is None:
+            random.Random(f"rummy500/{self.seed}/{self.hands_played}").shuffle(deck)
+        elif sorted(order) != sorted(deck):
+            raise InvalidPositionError(
+                [f"deck must hold each of the {len(deck)} cards in play once, got {len(order)}"]
+            )
+        else:
+            deck = list(order)
         size = r.cards_per_hand
         for p in range(n):
             self.one[p] = self.two[p] = self.known_one[p] = self.known_two[p] = 0
@@ -313,8 +329,15 @@ class Game:
         self._forget()
         self._start_turn()
 
-    def next_hand(self) -> None:
-        """Deal the next hand after a hand is over: totals carry on, the dealer rotates."""
+    def next_hand(self, deck: Sequence[Card] | None = None) -> None:
+        """Deal the next hand after a hand is over: totals carry on, the dealer rotates.
+
+        `deck` deals these cards instead of the seeded shuffle: the whole deck in dealing
+        order (one card at a time round the table from the dealer's left, then the pile's
+        first card, then the stock from its top). For drivers whose chance nodes pick the
+        cards (OpenSpiel's explicit chance nodes, `rummy500_env.rl.openspiel`);
+        `InvalidPositionError` if it is not the deck in play.
+        """
         if self.phase != "hand_over":
             raise IllegalActionError(
                 f"next_hand() is only allowed when the hand is over; phase is {self.phase!r}"
@@ -322,7 +345,23 @@ class Game:
             )
         self.totals_before = self.totals
         self.dealer = (self.dealer + 1) % self.rules.players
-        self._deal()
+        self._deal(deck)
+
+    def set_next_draw(self, card: Card) -> None:
+        """Put a copy of `card` from the stock on its top, so that the next draw takes it.
+
+        The stock's order is hidden from every seat (docs/rules.md §1), so this changes
+        nothing any seat knows; it lets a driver whose chance nodes pick the card drawn
+        (OpenSpiel's explicit chance nodes) play this engine. `IllegalActionError` when the
+        stock holds no such card.
+        """
+        s = self.stock  # the top is the last item
+        if card not in s:
+            raise IllegalActionError(
+                f"the stock holds no {card_str(card)} ({len(s)} cards), so it cannot be drawn"
+            )
+        i = s.index(card)
+        s[i], s[-1] = s[-1], s[i]
 
     # --- reading the position ----------------------------------------------------------------
 
