@@ -7,7 +7,9 @@ Two modes, both in a scratch clone of this checkout's HEAD (never in the checkou
   (``--files`` for others, ``--sample N`` for a random sample of N mutants per file) with the
   rules tests and the reference properties (`TESTS`), under the ``mutation`` hypothesis
   profile (derandomized, 100 examples), and prints killed / survived per file and every
-  survivor. A timeout (an endless loop) counts as detected, as does a collection error.
+  survivor. A collection error (the engine no longer imports) counts as killed; a timeout
+  (the tests took over 2 x ``--timeout-multiplier`` times their clean CPU time: an endless
+  loop, or a lost cache) is counted and listed apart.
   Needs mutmut 3.8 and the test requirements in the interpreter's environment (``--mutmut``
   names another executable); about an hour on one core for the three files.
 * ``python benchmarks/mutation.py --named`` applies, one at a time, the four bugs issue 23
@@ -88,7 +90,7 @@ def scratch_clone(workdir: Path) -> None:
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(workdir)], check=True)
 
 
-def mutmut_config(files: list[str]) -> str:
+def mutmut_config(files: list[str], timeout_multiplier: float) -> str:
     only = ", ".join(f'"rummy500_env/engine/{f}"' for f in files)
     tests = ", ".join(f'"{t}"' for t in TESTS)
     return (
@@ -97,6 +99,7 @@ def mutmut_config(files: list[str]) -> str:
         f"only_mutate = [{only}]\n"
         'pytest_add_cli_args = ["-x", "-q", "-p", "no:cacheprovider"]\n'
         f"pytest_add_cli_args_test_selection = [{tests}]\n"
+        f"timeout_multiplier = {timeout_multiplier}\n"
     )
 
 
@@ -104,7 +107,7 @@ def results(
     workdir: Path, files: list[str], only: set[str] | None = None
 ) -> dict[str, dict[str, int | list[str]]]:
     """Per file: the count of each status (of the mutants in `only`, if given) and the names
-    of those not detected (a timeout is an endless loop: detected)."""
+    of those neither killed nor timed out, and of those timed out."""
     out: dict[str, dict[str, int | list[str]]] = {}
     for f in files:
         meta = workdir / "mutants" / "rummy500_env" / "engine" / f"{f}.meta"
@@ -116,6 +119,7 @@ def results(
         row["survivors"] = sorted(
             k for k, v in run.items() if STATUS.get(v) not in ("killed", "timeout")
         )
+        row["timeouts"] = sorted(k for k, v in run.items() if STATUS.get(v) == "timeout")
         out[f] = row
     return out
 
@@ -124,9 +128,9 @@ def run_mutmut(args: argparse.Namespace) -> None:
     workdir = Path(args.workdir)
     scratch_clone(workdir)
     with open(workdir / "pyproject.toml", "a") as f:
-        f.write(mutmut_config(args.files))
+        f.write(mutmut_config(args.files, args.timeout_multiplier))
     env = os.environ | {"HYPOTHESIS_PROFILE": "mutation"}
-    mutmut = [args.mutmut, "run", "--max-children", "1"]
+    mutmut = [args.mutmut, "run", "--max-children", str(args.children)]
     start = time.time()
     globs = [f"rummy500_env.engine.{f.removesuffix('.py')}.*" for f in args.files]
     only: set[str] | None = None
@@ -152,11 +156,15 @@ def run_mutmut(args: argparse.Namespace) -> None:
     (workdir / "mutation-summary.json").write_text(json.dumps(summary, indent=1))
     print(f"mutmut over {', '.join(args.files)} in {time.time() - start:.0f} s; tests: {TESTS}")
     for f, row in summary.items():
-        detected = int(row.get("killed", 0)) + int(row.get("timeout", 0))  # type: ignore[call-overload]
+        killed, timeouts = int(row.get("killed", 0)), int(row.get("timeout", 0))  # type: ignore[call-overload]
         checked = int(row["checked"])  # type: ignore[call-overload]
-        rate = 100 * detected / checked if checked else 0.0
-        counts = {k: v for k, v in row.items() if k != "survivors"}
-        print(f"{f}: {counts}; detected {rate:.1f}% of those checked")
+        counts = {k: v for k, v in row.items() if k not in ("survivors", "timeouts")}
+        print(
+            f"{f}: {counts}; killed {100 * killed / max(checked, 1):.1f}%, killed or timed out "
+            f"{100 * (killed + timeouts) / max(checked, 1):.1f}% of those checked"
+        )
+        for name in row["timeouts"]:  # type: ignore[union-attr]
+            print(f"  timed out: {name}")
         for name in row["survivors"]:  # type: ignore[union-attr]
             print(f"  survived: {name}")
     print(f"summary: {workdir / 'mutation-summary.json'}")
@@ -196,6 +204,13 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=23, help="seed of the sample")
     parser.add_argument("--mutmut", default=shutil.which("mutmut") or "mutmut")
     parser.add_argument("--named", action="store_true", help="issue 23's four bugs only")
+    parser.add_argument("--children", type=int, default=1, help="mutants tested at once")
+    parser.add_argument(
+        "--timeout-multiplier",
+        type=float,
+        default=5.0,
+        help="a mutant whose tests take this many times the clean run's CPU time is a timeout",
+    )
     args = parser.parse_args()
     if args.named:
         return run_named(args)

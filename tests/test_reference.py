@@ -53,16 +53,18 @@ def test_legal_actions_and_hand_scores_equal_the_references(position: dict[str, 
 def test_every_legal_action_leads_where_the_reference_says(
     position: dict[str, Any], rnd: Any
 ) -> None:
-    """Applying legal actions (every one that ends a turn or a window, and up to six others)
-    gives the position, scores and totals the rules say: the turn passing, the stock running
-    out, call windows, turn and hand limits, going out and the end of the game."""
+    """Applying legal actions (every one that ends a turn or a window, every lay-off, and up
+    to six others) gives the position, scores and totals the rules say: the turn passing, the
+    stock running out, call windows, turn and hand limits, going out, the end of the game."""
     _show(position)
     game = Game.from_dict(position)
     state = model.read(position)
     actions = sorted(model.legal_actions(state))
-    ending = [a for a in actions if a.split()[0] in ("discard", "decline", "pass", "done")]
-    others = [a for a in actions if a not in ending]
-    for text in ending + rnd.sample(others, min(6, len(others))):
+    always = [
+        a for a in actions if a.split()[0] in ("discard", "decline", "pass", "done", "layoff")
+    ]
+    others = [a for a in actions if a not in always]
+    for text in always + rnd.sample(others, min(6, len(others))):
         g = game.copy()
         g.apply(text)
         want = model.after(state, text)

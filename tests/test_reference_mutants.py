@@ -84,3 +84,33 @@ def test_from_seat_view_draws_from_a_given_generator():
     one = Game.from_seat_view(view, random.Random(9))
     two = Game.from_seat_view(view, random.Random(9))
     assert one == two and one.hand(0) == g.hand(0)
+
+
+def test_a_joker_keeps_its_place_when_a_card_is_laid_off_below_its_run():
+    """A lay-off at a run's low end keeps the run's jokers as jokers: their value stays 15
+    (docs/rules.md §5; mutant: the joker marks dropped on a low lay-off)."""
+    g = game(
+        rules={"jokers": 2},
+        hands=["4H 9C 9D", "2S 3S"],
+        pile="KD",
+        melds=[("5H JK=6H 7H", 1)],
+        phase="play",
+    )
+    g.apply("layoff 4H 0")
+    assert g.to_dict()["melds"][0] == {"cards": ["4H", "5H", "JK=6H", "7H"], "owners": [0, 1, 1, 1]}
+    assert g.table_points() == [4, 5 + 15 + 7]
+
+
+def test_template_index_and_joker_start_cards_name_the_three_card_melds():
+    """The action codec's lookups (rl/actions.py): each three-card meld, in any order, is its
+    template; anything else is none; a joker start marks the card at its place."""
+    from rummy500_env.engine import melds
+
+    for t, cards in enumerate(melds.MELD_TEMPLATES):
+        assert melds.template_index(list(reversed(cards))) == t
+        for k in range(3):
+            assert melds.joker_start_cards(t, k) == (cards, 1 << cards[k])
+    nine = [parse_card(c) for c in ("9C", "9D", "9H", "9S")]
+    assert melds.template_index(nine) is None and melds.template_index(nine[:2]) is None
+    assert melds.template_index([nine[0], nine[0], nine[1]]) is None
+    assert melds.template_index([parse_card(c) for c in ("KC", "AD", "2D")]) is None
