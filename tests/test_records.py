@@ -166,6 +166,40 @@ def test_unreadable_files_are_clear_errors(tmp_path):
         Record.load(bad)
 
 
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b'{"format": "rummy500-record/1", "caf\xe9": 1}', "not UTF-8 text"),
+        (b"\xff\xfe\x00\x00", "not UTF-8 text"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'{"a": ' * 50_000 + b"1" + b"}" * 50_000, "nested too deeply"),
+    ],
+    ids=["latin-1", "binary", "deep-list", "deep-object"],
+)
+def test_files_no_record_could_be_are_record_errors_naming_the_file(tmp_path, content, words):
+    """Issue 20: these were a bare UnicodeDecodeError or RecursionError, without the path."""
+    path = tmp_path / "odd.json"
+    path.write_bytes(content)
+    with pytest.raises(RecordError, match=words) as e:
+        Record.load(path)
+    assert str(path) in str(e.value) and len(str(e.value)) < 300
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe junk", b"[" * 100_000])
+def test_replay_of_a_bad_file_is_one_line_not_a_traceback(tmp_path, content):
+    pytest.importorskip("uvicorn", reason="the play extra is not installed")
+    path = tmp_path / "odd.json"
+    path.write_bytes(content)
+    out = subprocess.run(
+        [sys.executable, "-m", "rummy500_env.play", "--no-browser", "--replay", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.startswith("error: ") and str(path) in out.stderr
+
+
 def test_records_need_only_the_engine():
     code = (
         "import sys, rummy500_env.engine.records;"

@@ -196,11 +196,21 @@ class Record:
     def load(cls, path: str | os.PathLike[str]) -> Record:
         """Read a record file; raises `RecordError` naming the file for anything unreadable."""
         try:
-            data = json.loads(Path(path).read_text())
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as e:
             raise RecordError(f"cannot read the record {str(path)!r}: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise RecordError(
+                f"{str(path)!r} is not a record: not UTF-8 text (byte {e.start}); a record is "
+                "JSON as `Record.save` writes it"
+            ) from None
         except json.JSONDecodeError as e:
             raise RecordError(f"{str(path)!r} is not JSON: {e}") from None
+        except RecursionError:  # the parser recurses once per level
+            raise RecordError(
+                f"{str(path)!r} is not a record: its JSON is nested too deeply to read (a "
+                "record is three levels deep)"
+            ) from None
         try:
             return cls.from_dict(data)
         except RecordError as e:

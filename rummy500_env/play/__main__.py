@@ -171,11 +171,14 @@ def _play_app(args: argparse.Namespace, token: str | None) -> tuple[Any, str]:
 
 
 def _replay_app(args: argparse.Namespace, token: str | None) -> tuple[Any, str]:
-    from rummy500_env.engine.records import Record
+    from rummy500_env.engine.records import Record, RecordError
     from rummy500_env.play.server import create_replay_app
 
     record = Record.load(args.replay)
-    app = create_replay_app(record, args.replay.name, args.host, token)
+    try:
+        app = create_replay_app(record, args.replay.name, args.host, token)
+    except RecordError as e:  # read, but does not replay
+        raise RecordError(f"{str(args.replay)!r}: {e}") from None
     return app, f"Replay of {args.replay} ({len(record.hands)} hands)"
 
 
