@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from rummy500_env.engine import positions
 from rummy500_env.engine.cards import (
@@ -288,10 +288,16 @@ class Game:
     def copy(self) -> Game:
         """An independent copy of this position: every list is copied, everything else is
         immutable (ints, tuples, `Meld`s, `Rules`) and shared."""
-        g = Game.__new__(Game)
-        for name in Game.__slots__:
-            value = getattr(self, name)
-            setattr(g, name, value[:] if type(value) is list else value)
+        g = Game(self.rules, self.seed)  # compiled (setup.py), a class needs its constructor
+        g.dealer, g.turn, g.phase, g.discarder = self.dealer, self.turn, self.phase, self.discarder
+        g.one, g.two, g.count, g.jk = self.one[:], self.two[:], self.count[:], self.jk[:]
+        g.known_one, g.known_two = self.known_one[:], self.known_two[:]
+        g.known_jk, g.totals_before = self.known_jk[:], self.totals_before[:]
+        g.stock, g.pile, g.melds = self.stock[:], self.pile[:], self.melds[:]
+        g.taken_top, g.must_play = self.taken_top, self.must_play
+        g.turns, g.hands_played = self.turns, self.hands_played
+        g._legal = None if self._legal is None else self._legal[:]
+        g._fits_memo, g._result = self._fits_memo, self._result
         return g
 
     def _deal(self, order: Sequence[Card] | None = None) -> None:
@@ -938,7 +944,7 @@ class Game:
         rollouts). Anything else goes through `apply`; an illegal action here corrupts the
         position."""
         self._legal = None
-        self._APPLY[action.kind](self, action)
+        _APPLY[action.kind](self, action)
 
     def _apply_draw(self, a: Action) -> None:
         p, c = self.turn, self.stock.pop()
@@ -1023,19 +1029,6 @@ class Game:
         """§5: play resumes with the normal turn of the discarder's left neighbour."""
         assert self.discarder is not None, "done outside a caller's play"
         self._resume(self.discarder)
-
-    _APPLY: ClassVar[dict[str, Callable[[Game, Action], None]]] = {
-        "draw": _apply_draw,
-        "take": _apply_take,
-        "dig": _apply_dig,
-        "decline": _apply_decline,
-        "meld": _apply_meld,
-        "layoff": _apply_layoff,
-        "discard": _apply_discard,
-        "call": _apply_call,
-        "pass": _apply_pass,
-        "done": _apply_done,
-    }
 
     def _take(self, cards: list[Card]) -> None:
         """Cards taken from the pile join the hand, in everyone's view (§1)."""
@@ -1151,3 +1144,19 @@ class Game:
 def _places(a: Action) -> str:
     """The cards of an action in notation (``JK=9D`` for a joker's place)."""
     return " ".join(place_str(c, a.jokers) for c in a.cards)
+
+
+_APPLY: dict[str, Callable[[Game, Action], None]] = {
+    "draw": Game._apply_draw,
+    "take": Game._apply_take,
+    "dig": Game._apply_dig,
+    "decline": Game._apply_decline,
+    "meld": Game._apply_meld,
+    "layoff": Game._apply_layoff,
+    "discard": Game._apply_discard,
+    "call": Game._apply_call,
+    "pass": Game._apply_pass,
+    "done": Game._apply_done,
+}
+"""`play_unchecked`'s dispatch, one method per kind. Built after the class, not in its body: a
+compiled class (setup.py) does not see its methods by name while its body runs."""

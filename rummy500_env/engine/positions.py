@@ -30,6 +30,9 @@ PHASES: tuple[Phase, ...] = get_args(Phase)
 CALL_PHASES: tuple[Phase, ...] = ("call", "called")
 """The phases of a "Rummy!" call window (docs/rules.md §5): a player decides whether to call,
 or a caller plays out of turn."""
+_LIVE_PHASES: tuple[Phase, ...] = ("draw", "play", *CALL_PHASES)
+_DRAW_PHASES: tuple[Phase, ...] = ("draw", *CALL_PHASES)
+"""Built once here: a starred item inside an ``in`` test crashes mypyc (setup.py)."""
 
 POSITION_KEYS = (
     "rules", "dealer", "turn", "phase", "hands", "stock", "pile", "melds", "totals",
@@ -143,10 +146,10 @@ def _turn_problems(p: Position) -> list[str]:
     r, out = p.rules, []
     empty = [q for q in range(r.players) if not p.hands[q]]
     out += _call_problems(p)
-    if p.phase in ("draw", "play", *CALL_PHASES):
+    if p.phase in _LIVE_PHASES:
         if empty:
             out.append(f"players {empty} hold no cards, so the hand is over, not {p.phase!r}")
-        if p.phase in ("draw", *CALL_PHASES) and not p.stock and r.stock_out == "ends_hand":
+        if p.phase in _DRAW_PHASES and not p.stock and r.stock_out == "ends_hand":
             out.append("the stock is empty under stock_out='ends_hand': the hand is over")
         if r.turn_limit is not None and p.turns >= r.turn_limit:
             out.append(f"turns={p.turns} has reached turn_limit={r.turn_limit}: the hand is over")
