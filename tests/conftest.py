@@ -34,10 +34,14 @@ settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
 
-ALLOWED_SKIPS: dict[str, str] = {}
+ALLOWED_SKIPS: dict[str, str] = {
+    "tests/test_play_security.py::test_host_ipv6_loopback_answers_through_the_command": (
+        "the machine's network, not an install: a container without an IPv6 loopback"
+    ),
+}
 """Tests (node id patterns, fnmatch) that may skip even under RUMMY500_NO_SKIPS=1, each with
-why no install can enable it. Empty: on CI's machine every extra, Chromium and the Python the
-tests want are installed, so every skip there is a broken install."""
+why no install can enable it. Everything else skips only for a missing extra, Chromium or
+Python version, all of which CI's machine has: a skip there is a broken install."""
 
 EXTRAS = {
     "torch": "train",
