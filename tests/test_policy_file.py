@@ -147,3 +147,88 @@ def test_act_given_the_env_observation_dict_says_to_pass_its_parts(agent):
     ):
         agent.act(obs, MASK)
     assert MASK[agent.act(obs["observation"], obs["action_mask"])] == 1
+
+
+# --- metadata a file could lie with (issue 20) ----------------------------------------------------
+
+
+def rewritten(tmp_path: Path, network: object) -> Path:
+    """The shipped policy with its metadata's network replaced (and a valid checksum)."""
+    from rummy500_env.agents.policy import _write
+
+    blob = load_policy_file(SHIPPED)
+    path = tmp_path / "lying.pt"
+    _write(path, blob["state_dict"], {**blob["metadata"], "network": network})
+    return path
+
+
+@pytest.mark.parametrize(
+    ("network", "words"),
+    [
+        ({"kind": "cards", "channels": 48, "blocks": 100_000, "hidden": 256}, "blocks must be"),
+        ({"kind": "cards", "channels": 10**12, "blocks": 2, "hidden": 256}, "channels must be"),
+        ({"kind": "cards", "channels": 48.0, "blocks": 2, "hidden": 256}, "channels must be"),
+        ({"kind": "mlp", "net_arch": [10**9], "activation": "tanh"}, "net_arch must be"),
+        ({"kind": "mlp", "net_arch": [64] * 1000, "activation": "tanh"}, "net_arch must be"),
+        ({"kind": "mlp", "net_arch": [64], "activation": "gelu"}, "activation must be"),
+        ({"kind": "cards", "channels": 48}, "missing: ['blocks', 'hidden']"),
+        ({"kind": "cards", "channels": 48, "blocks": 2, "hidden": 256, "x": 1}, "unknown"),
+        ({"kind": "transformer"}, "kind 'transformer' is unknown"),
+        ("cards", "must be an object"),
+        ([1, 2], "must be an object"),
+    ],
+    ids=[
+        "huge-blocks",
+        "huge-channels",
+        "float",
+        "wide-mlp",
+        "deep-mlp",
+        "activation",
+        "missing",
+        "unknown-field",
+        "unknown-kind",
+        "string",
+        "list",
+    ],
+)
+def test_network_metadata_is_bounded_before_anything_is_built(tmp_path, network, words):
+    """Issue 20: ``blocks: 100000`` built the network (37 s, 3.6 GB) before failing, and
+    ``network: "cards"`` was a bare AttributeError."""
+    path = rewritten(tmp_path, network)
+    with pytest.raises(PolicyLoadError, match="network") as e:
+        PolicyAgent.load(path)
+    assert words in str(e.value) and repr(str(path)) in str(e.value)
+
+
+def test_weights_are_checked_against_the_metadata_before_building(tmp_path, monkeypatch):
+    from rummy500_env.agents import networks
+
+    built: list[object] = []
+    real = networks.CardPolicy.__init__
+
+    def spy(self: object, *args: object, **kwargs: object) -> None:
+        built.append(torch.empty(0).device)  # where the network is being built
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(networks.CardPolicy, "__init__", spy)
+    big = {"kind": "cards", "channels": 1024, "blocks": 64, "hidden": 8192}  # within bounds
+    with pytest.raises(PolicyLoadError, match=r"do not fit the network .* embed\.weight is"):
+        PolicyAgent.load(rewritten(tmp_path, big))
+    assert built == [torch.device("meta")]  # only shapes were made, no weights
+
+
+def test_a_pickle_that_would_run_code_is_named_unsafe_and_does_not_run(tmp_path):
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self) -> tuple[object, ...]:
+            return (os.system, (f"touch {marker}",))
+
+    path = tmp_path / "evil.pt"
+    torch.save({"format": "rummy500-policy", "x": Payload()}, path)
+    with pytest.raises(PolicyLoadError) as e:
+        PolicyAgent.load(path)
+    message = str(e.value)
+    assert "is unsafe and was not loaded" in message and "system" in message
+    assert "corrupt" not in message and "weights_only" not in message
+    assert not marker.exists()

@@ -196,13 +196,86 @@ class CardPolicy(nn.Module):
         return self.forward_with_value(obs)[0]
 
 
+CARD_LIMITS = {"channels": (1, 1024), "blocks": (0, 64), "hidden": (1, 8192)}
+"""The ``cards`` sizes a policy file may name: ten to thirty times the shipped model's, so any
+network trained here loads, and a file cannot make the loader build a huge network."""
+MLP_LAYERS = 16
+MLP_WIDTH = 8192
+"""The ``mlp`` hidden layers a policy file may name, and their widest width."""
+EXAMPLES = (
+    '{"kind": "cards", "channels": 48, "blocks": 2, "hidden": 256} or '
+    '{"kind": "mlp", "net_arch": [256, 256], "activation": "tanh"}'
+)
+
+
+class NetworkSpecError(ValueError):
+    """A ``network`` entry of policy metadata that is not one this module builds."""
+
+
+def check_spec(spec: Any) -> dict[str, Any]:
+    """`spec` if it names a network `build_network` builds within the limits above; else
+    `NetworkSpecError` saying which field is wrong and what is allowed. Checked before any
+    building, since the sizes come from a file."""
+    if not isinstance(spec, dict):
+        raise NetworkSpecError(f"it must be an object such as {EXAMPLES}, not {spec!r:.80}")
+    kind = spec.get("kind", "mlp")
+    if kind not in KINDS:
+        raise NetworkSpecError(f"network kind {kind!r:.40} is unknown: use one of {KINDS}")
+    fields = ("net_arch", "activation") if kind == "mlp" else tuple(CARD_LIMITS)
+    unknown = sorted(str(k)[:40] for k in set(spec) - {"kind", *fields})
+    missing = [f for f in fields if f not in spec]
+    if unknown or missing:
+        raise NetworkSpecError(
+            f"a {kind!r} network has the fields {list(fields)}"
+            + (f"; unknown: {unknown[:5]}" if unknown else "")
+            + (f"; missing: {missing}" if missing else "")
+        )
+    if kind == "cards":
+        for name, (lo, hi) in CARD_LIMITS.items():
+            if not _int_in(spec[name], lo, hi):
+                raise NetworkSpecError(
+                    f"{name} must be an int from {lo} to {hi}, not {spec[name]!r:.40}"
+                )
+        return spec
+    arch = spec["net_arch"]
+    if not (
+        isinstance(arch, list)
+        and 1 <= len(arch) <= MLP_LAYERS
+        and all(_int_in(w, 1, MLP_WIDTH) for w in arch)
+    ):
+        raise NetworkSpecError(
+            f"net_arch must be a list of 1 to {MLP_LAYERS} widths, each an int from 1 to "
+            f"{MLP_WIDTH}, not {arch!r:.80}"
+        )
+    if spec["activation"] not in ACTIVATIONS:
+        raise NetworkSpecError(
+            f"activation must be one of {list(ACTIVATIONS)}, not {spec['activation']!r:.40}"
+        )
+    return spec
+
+
+def _int_in(value: Any, lo: int, hi: int) -> bool:
+    return type(value) is int and lo <= value <= hi
+
+
+def state_shapes(rules: Rules, spec: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """The shape of each weight of the network `spec` describes, for `rules`, found by
+    building it on torch's ``meta`` device (no memory, no values): a file's weights are
+    checked against it before the real network is built."""
+    with torch.device("meta"):
+        net = build_network(rules, spec)
+    return {k: tuple(v.shape) for k, v in net.state_dict().items()}
+
+
 def build_network(rules: Rules, spec: dict[str, Any]) -> nn.Module:
     """The network a policy file's ``metadata["network"]`` describes, for `rules`.
 
     ``{"kind": "mlp", "net_arch": [256, 256], "activation": "tanh"}`` (``kind`` may be left
     out: files before the card network have none) or
-    ``{"kind": "cards", "channels": 48, "blocks": 2, "hidden": 256}``.
+    ``{"kind": "cards", "channels": 48, "blocks": 2, "hidden": 256}``; `check_spec` says
+    what is allowed.
     """
+    check_spec(spec)
     kind = spec.get("kind", "mlp")
     if kind == "mlp":
         enc, codec = ObservationEncoder(rules), ActionCodec(rules)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import pickle
+import re
 import sys
 import zipfile
 from collections.abc import Mapping
@@ -189,6 +190,14 @@ def _read(path: Path) -> dict[str, Any]:
                 f"{str(path)!r} is not a rummy500 policy file: it holds Python objects, not "
                 "only tensors and plain data (a whole model saved with torch.save?)"
             ) from None
+        if "Weights only load failed" in str(e):  # a global weights_only blocks outright
+            found = re.search(r"GLOBAL (\S+)", str(e))
+            raise PolicyLoadError(
+                f"{str(path)!r} is unsafe and was not loaded: its pickle would call Python "
+                f"code ({found[1][:60] if found else 'a blocked global'}), which a policy file "
+                "never holds. Do not open it by other means unless you trust where it came "
+                "from"
+            ) from None
         raise _corrupt(path, e) from None
     except Exception as e:  # damaged bytes surface from torch as many exception types
         raise _corrupt(path, e) from None
@@ -225,6 +234,15 @@ def load_policy_file(path: str | Path) -> dict[str, Any]:
     for key in ("state_dict", "checksum", "metadata"):
         if key not in blob:
             raise PolicyLoadError(f"{str(path)!r} is corrupt: it lacks {key!r}")
+    meta = blob["metadata"]
+    for key, kind in (("metadata", dict), ("state_dict", dict), ("checksum", str)):
+        if not isinstance(blob[key], kind):
+            raise PolicyLoadError(f"{str(path)!r} is corrupt: its {key} is not a {kind.__name__}")
+    for key in ("rules", "encoding", "network"):
+        if key in meta and not isinstance(meta[key], (dict, str) if key == "rules" else dict):
+            raise PolicyLoadError(
+                f"{str(path)!r}: its metadata's {key} must be an object, not {meta[key]!r:.60}"
+            )
     try:
         computed = weights_checksum(blob["state_dict"])
     except (AttributeError, TypeError, RuntimeError):  # not a dict of tensors
@@ -321,12 +339,25 @@ class PolicyAgent:
             raise PolicyLoadError(
                 f"{str(path)!r} was made for another observation/action encoding:\n"
                 f"  stored:  {stored}\n  current: {now}\nretrain or use a matching version "
-                f"(the file says package {meta.get('package_version')!r})"
+                f"(the file says package {meta.get('package_version')!r:.40})"
             )
+        from rummy500_env.agents.networks import NetworkSpecError, check_spec, state_shapes
         from rummy500_env.agents.networks import build_network as build
 
         try:
-            net = build(stored_rules, meta.get("network", {}))
+            spec = check_spec(meta.get("network", {}))
+        except NetworkSpecError as e:
+            raise PolicyLoadError(
+                f"{str(path)!r}: its metadata's network is not one this package builds: {e}"
+            ) from None
+        misfit = _misfit(state_shapes(stored_rules, spec), blob["state_dict"])
+        if misfit:  # before building: the file's own weights bound what is built
+            raise PolicyLoadError(
+                f"{str(path)!r}: the weights do not fit the network its metadata describes "
+                f"({spec}): {misfit}"
+            )
+        try:
+            net = build(stored_rules, spec)
             net.load_state_dict(blob["state_dict"])
         except (KeyError, RuntimeError, TypeError, ValueError) as e:
             raise PolicyLoadError(
@@ -421,6 +452,25 @@ class PolicyAgent:
 
     def __repr__(self) -> str:
         return f"PolicyAgent({self.path!r})"
+
+
+def _misfit(shapes: dict[str, tuple[int, ...]], weights: Mapping[str, Any]) -> str:
+    """How a file's weights differ from the shapes a network expects ("" when they fit)."""
+    missing = [k for k in shapes if k not in weights]
+    extra = [str(k)[:60] for k in weights if k not in shapes]
+    wrong = [
+        f"{k} is {tuple(getattr(weights[k], 'shape', ()))}, not {shape}"
+        for k, shape in shapes.items()
+        if k in weights and tuple(getattr(weights[k], "shape", ())) != shape
+    ]
+    parts = []
+    if missing:
+        parts.append(f"missing {missing[:3]}{' ...' if len(missing) > 3 else ''}")
+    if extra:
+        parts.append(f"unexpected {extra[:3]}{' ...' if len(extra) > 3 else ''}")
+    if wrong:
+        parts.append("; ".join(wrong[:3]) + (" ..." if len(wrong) > 3 else ""))
+    return "; ".join(parts)
 
 
 def _vector(name: str, value: Any, size: int) -> np.ndarray[Any, Any]:
