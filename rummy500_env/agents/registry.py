@@ -5,6 +5,9 @@ A spec is one of
 * ``random``, ``greedy``, ``expert``;
 * ``search`` (the default budget, 50 ms a decision), ``search:50ms`` (milliseconds a decision)
   or ``search:200`` (sampled worlds a decision), the budget a positive whole number;
+* ``ismcts`` (100 simulations a decision) or ``ismcts:200`` (simulations a decision):
+  OpenSpiel's IS-MCTS bot on the OpenSpiel game (`rummy500_env.agents.ismcts`; needs the
+  ``openspiel`` extra);
 * the path of an exported policy file (``.pt``, see `rummy500_env.agents.policy`);
 * the name of a shipped policy (``standard``: `rummy500_env.agents.policy.shipped_policies`),
   which the installed wheel carries, so ``training.evaluate standard greedy`` works anywhere.
@@ -17,6 +20,7 @@ a typo is one clear error instead of a crash in a worker process, and builds it 
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,10 +38,13 @@ BOTS = ("random", "greedy", "expert", "search")
 ALLOWED = (
     "random, greedy, expert, search (50 ms a decision), search:50ms (any positive whole number "
     "of milliseconds a decision), search:200 (any positive whole number of sampled worlds a "
-    "decision), the path of an exported policy file (.pt), or a shipped policy by name "
-    "(standard)"
+    "decision), ismcts or ismcts:100 (OpenSpiel's IS-MCTS, any positive whole number of "
+    "simulations a decision; the openspiel extra), the path of an exported policy file (.pt), "
+    "or a shipped policy by name (standard)"
 )
 """What a spec may be, in the words every error about one uses."""
+ISMCTS_SIMULATIONS = 100
+"""IS-MCTS simulations a decision when the spec names none."""
 _BUDGET = re.compile(r"(?P<n>[0-9]+)(?P<ms>ms)?")
 
 
@@ -50,14 +57,17 @@ class AgentSpec:
     """A checked spec: which bot (or ``"policy"``) and, for search, its budget."""
 
     kind: str
-    """One of `BOTS`, ``"policy"`` for an exported policy file, or ``"shipped"`` for a shipped
-    policy named by its name (the spec stays the name, which loads wherever it runs)."""
+    """One of `BOTS`, ``"ismcts"`` (OpenSpiel's IS-MCTS), ``"policy"`` for an exported policy
+    file, or ``"shipped"`` for a shipped policy named by its name (the spec stays the name,
+    which loads wherever it runs)."""
     ms: int | None = None
     """Search: milliseconds a decision."""
     rollouts: int | None = None
     """Search: sampled worlds a decision."""
     path: str | None = None
     """Policy or shipped policy: the file."""
+    simulations: int | None = None
+    """IS-MCTS: simulations a decision."""
 
 
 def parse_spec(spec: str) -> AgentSpec:
@@ -78,6 +88,8 @@ def parse_spec(spec: str) -> AgentSpec:
             )
         n = int(m["n"])
         return AgentSpec("search", ms=n) if m["ms"] else AgentSpec("search", rollouts=n)
+    if name == "ismcts":
+        return _ismcts_spec(spec, budget if colon else None)
     path = Path(spec)
     if not colon and not path.exists():
         shipped = shipped_policies()
@@ -90,6 +102,18 @@ def parse_spec(spec: str) -> AgentSpec:
             )
         return AgentSpec("policy", path=spec)
     raise AgentSpecError(f"unknown agent {spec!r}: use {ALLOWED}")
+
+
+def _ismcts_spec(spec: str, budget: str | None) -> AgentSpec:
+    """``ismcts`` or ``ismcts:N``; refused here, not in a worker, when OpenSpiel is missing."""
+    if budget is not None and (not budget.isdigit() or int(budget) == 0):
+        raise AgentSpecError(
+            f"bad ismcts budget in {spec!r}: give a positive whole number of simulations a "
+            "decision (ismcts:100)"
+        )
+    if importlib.util.find_spec("pyspiel") is None:
+        raise AgentSpecError(f"{spec!r} needs OpenSpiel: pip install -e '.[openspiel]'")
+    return AgentSpec("ismcts", simulations=ISMCTS_SIMULATIONS if budget is None else int(budget))
 
 
 def check_spec(spec: str) -> str:
@@ -124,6 +148,10 @@ def make_agent(spec: str, rules: Rules, seed: int) -> Agent:
 
         ms = None if s.ms is None else float(s.ms)
         return SearchAgent(rules, ms=ms, rollouts=s.rollouts, seed=seed)
+    if s.kind == "ismcts":
+        from rummy500_env.agents.ismcts import ISMCTSAgent  # pyspiel: only when named
+
+        return ISMCTSAgent(rules, simulations=s.simulations or ISMCTS_SIMULATIONS, seed=seed)
     from rummy500_env.agents.policy import PolicyAgent  # torch: only when a policy is named
 
     return PolicyAgent.load(s.path or spec, rules=rules, deterministic=True)
