@@ -168,11 +168,15 @@ class Game:
     @classmethod
     def new(
         cls,
-        rules: Rules | str | dict[str, Any] | None = None,
-        seed: int | None = None,
+        rules: Any = None,
+        seed: Any = None,
         deck: Sequence[Card] | None = None,
     ) -> Game:
         """A new game with the first hand dealt. The same rules and seed replay identically.
+
+        `rules` is a `Rules`, a preset name or a dict of fields (None: standard) and `seed` an
+        int or None; both typed `Any` so that a compiled build (setup.py) reaches these checks
+        instead of failing in its run-time type check, as every entry point below does.
 
         The first dealer is the last player, so player 0 acts first (docs/rules.md §1: the
         player after the dealer leads). With ``seed=None`` a random seed is drawn and kept in
@@ -189,7 +193,7 @@ class Game:
         return g
 
     @classmethod
-    def from_dict(cls, position: dict[str, Any]) -> Game:
+    def from_dict(cls, position: Any) -> Game:
         """Set up any position; raises `InvalidPositionError` listing every problem found."""
         return cls._build(positions.from_dict(position))
 
@@ -243,7 +247,7 @@ class Game:
             discarder=self.discarder,
         )
 
-    def seat_view(self, seat: int) -> SeatView:
+    def seat_view(self, seat: Any) -> SeatView:
         """What `seat` knows of this position: the engine's information state (see
         `seat_view.SeatView`). Nothing hidden from that seat enters it."""
         n = self.rules.players
@@ -573,7 +577,7 @@ class Game:
                 self._legal = []
         return list(self._legal)
 
-    def is_legal(self, action: Action | str) -> bool:
+    def is_legal(self, action: Any) -> bool:
         """Whether an action (or its text) is legal now."""
         try:
             a = action if isinstance(action, Action) else Action.parse(action)
@@ -924,7 +928,7 @@ class Game:
 
     # --- applying actions ---------------------------------------------------------------------
 
-    def apply(self, action: Action | str) -> None:
+    def apply(self, action: Any) -> None:
         """Play one action (an `Action` or its text) for the player to act.
 
         Raises `ActionParseError` for text that is not an action and `IllegalActionError`,

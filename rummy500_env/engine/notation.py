@@ -105,7 +105,7 @@ class Action(NamedTuple):
         return [c for c in self.cards if c != JOKER and not jokers >> c & 1]
 
     @classmethod
-    def parse(cls, text: str) -> Action:
+    def parse(cls, text: object) -> Action:
         """Parse the text notation (any case, any card form); raises `ActionParseError`."""
         if not isinstance(text, str):
             raise ActionParseError(f"an action must be text or an Action, not {text!r}")
