@@ -492,6 +492,41 @@ def test_stepping_after_every_agent_is_done_says_the_episode_is_over():
         e.step(0)
 
 
+def finished(make, **kwargs):
+    """An env whose episode (one hand) was played to the end in the PettingZoo loop."""
+    e = make(episode="hand", **kwargs)
+    e.reset(seed=0)
+    rng = random.Random(0)
+    for _agent in e.agent_iter():
+        obs, _, term, trunc, _ = e.last()
+        e.step(None if term or trunc else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    assert e.agents == []
+    return e
+
+
+@pytest.mark.parametrize("make", [rummy500_env.raw_env, rummy500_env.env], ids=["raw", "wrapped"])
+def test_last_after_the_episode_says_it_is_over(make):
+    """Issue 20: a bare KeyError 'player_1', raw and wrapped."""
+    e = finished(make)
+    with pytest.raises(Rummy500Error, match=r"last\(\): every agent is done: the episode is over"):
+        e.last()
+    e.reset(seed=1)  # and reset starts the next episode as before
+    assert e.last()[2] is False
+
+
+def test_the_wrapped_env_stepped_after_the_episode_raises_not_warns():
+    """Issue 20: PettingZoo's OrderEnforcing only logged a warning; the README promises an
+    error. The wrapper is still PettingZoo's (a subclass), so checks for it still hold."""
+    from pettingzoo.utils.wrappers import OrderEnforcingWrapper
+
+    e = finished(rummy500_env.env)
+    assert isinstance(e, OrderEnforcingWrapper)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning instead of the error fails the test
+        with pytest.raises(IllegalActionError, match=r"the episode is over; call reset\(\)"):
+            e.step(0)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "words"),
     [

@@ -241,3 +241,41 @@ def test_from_position_runs_the_same_checks_as_from_dict():
     d = small()
     del d["stock"][0]
     assert problems_of(d) == [lost]
+
+
+# --- positions after the end of a game (issue 20)
+
+
+@pytest.mark.parametrize("phase", ["draw", "play", "hand_over"])
+def test_from_dict_rejects_hands_played_beyond_hand_limit(phase):
+    """The game stops when `hands_played` reaches `hand_limit` (§4): no position counts more,
+    in any phase."""
+    d = small(rules={"hand_limit": 3}, hands_played=4, phase=phase)
+    assert problems_of(d) == [
+        "hands_played=4 is beyond hand_limit=3: the game stops when it reaches the limit "
+        "(docs/rules.md §4)"
+    ]
+
+
+@pytest.mark.parametrize("phase", ["draw", "play"])
+def test_from_dict_rejects_a_hand_in_play_once_hand_limit_is_reached(phase):
+    d = small(rules={"hand_limit": 3}, hands_played=3, phase=phase)
+    assert problems_of(d) == [
+        f"hands_played=3 has reached hand_limit=3: the game is over, so no hand is {phase!r} "
+        "(docs/rules.md §4)"
+    ]
+    Game.from_dict(small(rules={"hand_limit": 3}, hands_played=2, phase=phase))  # the last hand
+    Game.from_dict(small(rules={"hand_limit": None}, hands_played=500, phase=phase))
+
+
+def test_totals_at_the_target_in_a_hand_in_play_are_a_start_that_this_hand_decides():
+    """Totals are where a position starts (a handicap, a worked example near the end): a
+    draw phase with a total over the target is accepted, and the game ends when this hand
+    does, with no further hand (§1)."""
+    g = Game.from_dict(small(totals=[620, 100]))
+    assert g.phase == "draw"
+    g.apply("draw")
+    g.apply("discard 9S")
+    while not g.is_hand_over:
+        g.apply(sorted(g.legal_actions(), key=str)[0])
+    assert g.phase == "game_over" and g.winner == 0

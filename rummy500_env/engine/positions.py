@@ -112,9 +112,32 @@ def problems(p: Position, earlier: int = 0, loose: tuple[Card, ...] = ()) -> lis
         ]
     found += _deck_problems(p, loose)
     found += _turn_problems(p)
+    found += _hand_count_problems(p)
     if not found and not earlier and p.phase in ("hand_over", "game_over"):
         found += _game_end_problems(p)
     return found
+
+
+def _hand_count_problems(p: Position) -> list[str]:
+    """The hand count agrees with `hand_limit` (docs/rules.md §7 "Positions after the end"):
+    the game stops when `hands_played` reaches the limit (§4), so no position counts more
+    hands, and none at the limit is still in play. (Totals at the target or more in a hand
+    in play are accepted: a position's totals are where it starts, and this hand's end
+    decides the game by §1 as usual.)"""
+    limit = p.rules.hand_limit
+    if limit is None or type(p.hands_played) is not int:
+        return []  # no limit; or a count that reading the dict reports
+    if p.hands_played > limit:
+        return [
+            f"hands_played={p.hands_played} is beyond hand_limit={limit}: the game stops when "
+            "it reaches the limit (docs/rules.md §4)"
+        ]
+    if p.phase in _LIVE_PHASES and p.hands_played == limit:
+        return [
+            f"hands_played={p.hands_played} has reached hand_limit={limit}: the game is over, "
+            f"so no hand is {p.phase!r} (docs/rules.md §4)"
+        ]
+    return []
 
 
 def _deck_problems(p: Position, loose: tuple[Card, ...]) -> list[str]:

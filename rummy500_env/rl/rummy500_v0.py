@@ -79,7 +79,9 @@ Tests
 Version History
     v0: first release (package 0.1.0). Jokers and calls (docs/rules.md §5) extend the
     observation and the action ids of the rules that have them; the others are unchanged.
-    The encodings' and the policy file's versions: CHANGELOG.md.
+    `last()` and the wrapped `step()` once every agent is done are errors saying the
+    episode is over (they were a bare KeyError and a warning); what a live episode
+    returns is unchanged. The encodings' and the policy file's versions: CHANGELOG.md.
 """
 
 from __future__ import annotations
@@ -122,8 +124,27 @@ def env(**kwargs: Any) -> AECEnv:
     e: AECEnv = raw_env(**kwargs)
     e = wrappers.TerminateIllegalWrapper(e, illegal_reward=-1)
     e = ActionIdCheck(e)
-    e = wrappers.OrderEnforcingWrapper(e)
+    e = OrderEnforcing(e)
     return e
+
+
+EPISODE_OVER = "every agent is done: the episode is over; call reset()"
+
+
+class OrderEnforcing(wrappers.OrderEnforcingWrapper):  # type: ignore[misc]  # untyped
+    """PettingZoo's OrderEnforcing, where a `step` once every agent is done is an error, as
+    the README promises (PettingZoo only logs a warning and ignores it), and so is `last`
+    (PettingZoo's reads the reward of an agent already removed: a bare KeyError)."""
+
+    def step(self, action: Any) -> None:
+        if self._has_reset and not self.agents:
+            raise IllegalActionError(EPISODE_OVER)
+        super().step(action)
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if self._has_reset and not self.agents:
+            raise Rummy500Error(f"last(): {EPISODE_OVER}")
+        return super().last(observe)  # type: ignore[no-any-return]  # pettingzoo is untyped
 
 
 class ActionIdCheck(wrappers.BaseWrapper):  # type: ignore[misc]  # pettingzoo is untyped
@@ -339,6 +360,8 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
 
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         self._require_game()
+        if not self.agents:  # each agent's final reward came from last() before its step(None)
+            raise Rummy500Error(f"last(): {EPISODE_OVER}")
         return super().last(observe)  # type: ignore[no-any-return]  # pettingzoo is untyped
 
     def legal_ids(self) -> list[int]:
@@ -358,7 +381,7 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
         mask's to say."""
         self._require_game()
         if not self.agents:
-            raise IllegalActionError("every agent is done: the episode is over; call reset()")
+            raise IllegalActionError(EPISODE_OVER)
         agent = self.agent_selection
         done = self.terminations[agent] or self.truncations[agent]
         if action is None:
@@ -391,7 +414,7 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
     def step(self, action: int | None) -> None:
         game = self._require_game()
         if not self.agents:
-            raise IllegalActionError("every agent is done: the episode is over; call reset()")
+            raise IllegalActionError(EPISODE_OVER)
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
