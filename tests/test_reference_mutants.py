@@ -27,7 +27,7 @@ def test_next_hand_refused_mid_hand_does_not_say_the_game_is_over():
     g = Game.new("standard", seed=1)
     with pytest.raises(IllegalActionError) as mid:
         g.next_hand()
-    assert "game is over" not in str(mid.value) and "'draw'" in str(mid.value)
+    assert str(mid.value).endswith("the hand is over; phase is 'draw'")
     over = game(
         hands=["5C", "2S 3S"], pile="9D", melds=[("KC KD KH", 0)], totals=[480, 0], phase="play"
     )
@@ -56,6 +56,20 @@ def test_malformed_actions_built_in_code_are_illegal(action):
     assert not g.is_legal(action)
     with pytest.raises(IllegalActionError):
         g.apply(action)
+
+
+def test_a_call_naming_two_cards_is_illegal_in_a_call_window():
+    """In a call window, an `Action` calling two cards is refused, not read as a call of the
+    first (mutant: the arity check's `or` turned into `and`)."""
+    g = game(
+        rules=Rules(rummy_calls=True).to_dict(),
+        hands=["9S 9H 5C 7C", "2S 3S"],
+        pile="KC 9D",
+        phase="call",
+        discarder=1,
+    )
+    assert g.is_legal("call 9D")
+    assert not g.is_legal(Action("call", (parse_card("9D"), parse_card("KC"))))
 
 
 def test_a_known_card_stays_known_while_one_known_copy_is_held():
@@ -114,3 +128,30 @@ def test_template_index_and_joker_start_cards_name_the_three_card_melds():
     assert melds.template_index(nine) is None and melds.template_index(nine[:2]) is None
     assert melds.template_index([nine[0], nine[0], nine[1]]) is None
     assert melds.template_index([parse_card(c) for c in ("KC", "AD", "2D")]) is None
+
+
+def test_set_next_draw_swaps_that_card_with_the_top_of_the_stock():
+    """`set_next_draw` (chance nodes pick the drawn card): the card and the old top swap
+    places, the next draw takes it, and a card the stock lacks is refused."""
+    g = game(hands=["9S 9H 5C", "2S 3S"], pile="KD", stock="4C 8D QS")
+    before = g.to_dict()["stock"]
+    g.set_next_draw(parse_card("QS"))
+    assert g.to_dict()["stock"] == ["QS", "8D", "4C", *before[3:]]
+    g.apply("draw")
+    assert "QS" in g.to_dict()["hands"][0]
+    with pytest.raises(IllegalActionError, match="the stock holds no KD"):
+        g.set_next_draw(parse_card("KD"))
+
+
+def test_hand_result_to_dict_names_each_field():
+    """The end-of-hand result in JSON form, as the env's infos and the records read it."""
+    g = game(hands=["5C", "2S 3S"], pile="9D", melds=[("KC KD KH", 0)], phase="play")
+    g.apply("discard 5C")
+    assert g.result().to_dict() == {
+        "scores": [30, -5],
+        "totals": [30, -5],
+        "went_out": 0,
+        "game_over": False,
+        "winner": None,
+        "truncated": False,
+    }
