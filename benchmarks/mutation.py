@@ -12,6 +12,9 @@ Two modes, both in a scratch clone of this checkout's HEAD (never in the checkou
   loop, or a lost cache) is counted and listed apart.
   Needs mutmut 3.8 and the test requirements in the interpreter's environment (``--mutmut``
   names another executable); about an hour on one core for the three files.
+* ``--rerun OLD_WORKDIR`` runs, on that run's code with the current reference tests
+  (`OURS`), only the mutants it did not kill, and reports its figures with their new
+  results: tests added for survivors are measured on the same mutants.
 * ``python benchmarks/mutation.py --named`` applies, one at a time, the four bugs issue 23
   names (the taken-top discard rule removed, Q-K-A dropped from the meld finder, an off-by-one
   in ``stock_out="ends_hand"``, a full 13-card run left open to lay-offs), runs
@@ -32,6 +35,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = [
@@ -51,6 +55,8 @@ TESTS = [
 ]
 """The rules tests, the reference properties and the engine's information-state tests: the
 suite whose strength is measured (no RL, browser or training tests: they cost minutes)."""
+OURS = ["tests/reference", "tests/test_reference*.py", "tests/conftest.py"]
+"""The tests a `--rerun` takes from HEAD: the reference and the tests written for survivors."""
 IMPORT_TIME = ("melds.x__templates__", "melds.x__set_joker_places__")
 """Functions the engine calls once, at import, to build its tables: mutmut's default (fork
 after importing) never switches their mutants on, so they get a second pass with a fresh
@@ -103,72 +109,95 @@ def mutmut_config(files: list[str], timeout_multiplier: float) -> str:
     )
 
 
-def results(
-    workdir: Path, files: list[str], only: set[str] | None = None
-) -> dict[str, dict[str, int | list[str]]]:
-    """Per file: the count of each status (of the mutants in `only`, if given) and the names
-    of those neither killed nor timed out, and of those timed out."""
-    out: dict[str, dict[str, int | list[str]]] = {}
+def _meta(workdir: Path, f: str) -> dict[str, int | None]:
+    path = workdir / "mutants" / "rummy500_env" / "engine" / f"{f}.meta"
+    codes: dict[str, int | None] = json.loads(path.read_text())["exit_code_by_key"]
+    return codes
+
+
+def statuses(workdir: Path, files: list[str], only: set[str] | None) -> dict[str, dict[str, str]]:
+    """Per file, the status of each mutant checked (of those in `only`, if given)."""
+    return {
+        f: {
+            k: STATUS.get(v, "other")
+            for k, v in _meta(workdir, f).items()
+            if v is not None and (only is None or k in only)
+        }
+        for f in files
+    }
+
+
+def sample_names(workdir: Path, files: list[str], n: int, seed: int) -> list[str]:
+    """`n` mutants of each file, drawn with `seed` from the sorted names (reproducible)."""
+    rnd, names = random.Random(seed), []
     for f in files:
-        meta = workdir / "mutants" / "rummy500_env" / "engine" / f"{f}.meta"
-        codes = json.loads(meta.read_text())["exit_code_by_key"]
-        run = {k: v for k, v in codes.items() if v is not None and (only is None or k in only)}
-        counts = Counter(STATUS.get(v, "other") for v in run.values())
-        row: dict[str, int | list[str]] = {"mutants": len(codes), "checked": len(run)}
-        row |= dict(counts)
-        row["survivors"] = sorted(
-            k for k, v in run.items() if STATUS.get(v) not in ("killed", "timeout")
+        keys = sorted(_meta(workdir, f))
+        names += rnd.sample(keys, min(n, len(keys)))
+    return names
+
+
+def report(status: dict[str, dict[str, str]], workdir: Path, took: float) -> None:
+    """Print and save, per file: counts, the rates, the mutants timed out and surviving."""
+    summary: dict[str, Any] = {"status": status}
+    print(f"mutmut in {took:.0f} s; tests: {' '.join(TESTS)}")
+    for f, row in status.items():
+        counts = Counter(row.values())
+        killed, timeouts, checked = counts["killed"], counts["timeout"], len(row)
+        summary[f] = {"checked": checked, **counts}
+        print(
+            f"{f}: {checked} checked, {dict(counts)}; killed {100 * killed / max(checked, 1):.1f}%"
+            f", killed or timed out {100 * (killed + timeouts) / max(checked, 1):.1f}%"
         )
-        row["timeouts"] = sorted(k for k, v in run.items() if STATUS.get(v) == "timeout")
-        out[f] = row
-    return out
+        for name, st in sorted(row.items()):
+            if st != "killed":
+                print(f"  {st}: {name}")
+    (workdir / "mutation-summary.json").write_text(json.dumps(summary, indent=1))
+    print(f"summary: {workdir / 'mutation-summary.json'}; a diff: cd {workdir}; mutmut show NAME")
 
 
 def run_mutmut(args: argparse.Namespace) -> None:
-    workdir = Path(args.workdir)
+    workdir, base = Path(args.workdir), Path(args.rerun) if args.rerun else None
     scratch_clone(workdir)
+    old: dict[str, dict[str, str]] = {}
+    if base is not None:  # the earlier run's engine, today's tests
+        commit = subprocess.run(
+            ["git", "-C", str(base), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        git = ["git", "-C", str(workdir), "checkout"]
+        subprocess.run([*git, commit, "--", "."], check=True)  # that run's code and tests ...
+        subprocess.run([*git, "HEAD", "--", *OURS], check=True)  # ... with today's of these
+        saved = json.loads((base / "mutation-summary.json").read_text()).get("status")
+        picked = (
+            set(sample_names(base, args.files, args.sample, args.seed)) if args.sample else None
+        )
+        old = saved or statuses(base, args.files, picked)
     with open(workdir / "pyproject.toml", "a") as f:
         f.write(mutmut_config(args.files, args.timeout_multiplier))
     env = os.environ | {"HYPOTHESIS_PROFILE": "mutation"}
     mutmut = [args.mutmut, "run", "--max-children", str(args.children)]
     start = time.time()
-    globs = [f"rummy500_env.engine.{f.removesuffix('.py')}.*" for f in args.files]
+    names = [f"rummy500_env.engine.{f.removesuffix('.py')}.*" for f in args.files]
     only: set[str] | None = None
-    if args.sample:  # generate every mutant (a first, tiny run), then run a sample of each file
-        first = subprocess.run([*mutmut, f"{globs[0]}__mutmut_1"], cwd=workdir, env=env)
-        names: list[str] = []
-        rnd = random.Random(args.seed)
-        for f in args.files:
-            meta = workdir / "mutants" / "rummy500_env" / "engine" / f"{f}.meta"
-            keys = sorted(json.loads(meta.read_text())["exit_code_by_key"])
-            names += rnd.sample(keys, min(args.sample, len(keys)))
-        globs, only = (names, set(names)) if first.returncode == 0 else (globs, None)
-    subprocess.run([*mutmut, *globs], cwd=workdir, env=env, stdout=subprocess.DEVNULL, check=True)
-    meta = workdir / "mutants" / "rummy500_env" / "engine" / "melds.py.meta"
+    if old:  # only the earlier run's mutants that were not killed
+        names = [k for row in old.values() for k, st in row.items() if st != "killed"]
+        only = set(names)
+    elif args.sample:  # generate every mutant (a first, tiny run), then run a sample of each file
+        subprocess.run([*mutmut, f"{names[0]}__mutmut_1"], cwd=workdir, env=env, check=True)
+        names = sample_names(workdir, args.files, args.sample, args.seed)
+        only = set(names)
+    if names:
+        subprocess.run([*mutmut, *names], cwd=workdir, env=env, stdout=subprocess.DEVNULL)
     if "melds.py" in args.files:  # the second pass, for the import-time tables
-        codes = json.loads(meta.read_text())["exit_code_by_key"]
-        again = [k for k, v in codes.items() if v is not None and any(p in k for p in IMPORT_TIME)]
+        again = [k for k in statuses(workdir, ["melds.py"], only)["melds.py"]]
+        again = [k for k in again if any(p in k for p in IMPORT_TIME)]
         with open(workdir / "pyproject.toml", "a") as f:
             f.write('process_isolation = "forkserver"\nforkserver_warmup = "none"\n')
         if again:
             subprocess.run([*mutmut, *again], cwd=workdir, env=env, stdout=subprocess.DEVNULL)
-    summary = results(workdir, args.files, only)
-    (workdir / "mutation-summary.json").write_text(json.dumps(summary, indent=1))
-    print(f"mutmut over {', '.join(args.files)} in {time.time() - start:.0f} s; tests: {TESTS}")
-    for f, row in summary.items():
-        killed, timeouts = int(row.get("killed", 0)), int(row.get("timeout", 0))  # type: ignore[call-overload]
-        checked = int(row["checked"])  # type: ignore[call-overload]
-        counts = {k: v for k, v in row.items() if k not in ("survivors", "timeouts")}
-        print(
-            f"{f}: {counts}; killed {100 * killed / max(checked, 1):.1f}%, killed or timed out "
-            f"{100 * (killed + timeouts) / max(checked, 1):.1f}% of those checked"
-        )
-        for name in row["timeouts"]:  # type: ignore[union-attr]
-            print(f"  timed out: {name}")
-        for name in row["survivors"]:  # type: ignore[union-attr]
-            print(f"  survived: {name}")
-    print(f"summary: {workdir / 'mutation-summary.json'}")
-    print(f"a mutant's diff: cd {workdir}; mutmut show NAME")
+    status = statuses(workdir, args.files, only)
+    for f, row in old.items():
+        status[f] = row | status[f]
+    report(status, workdir, time.time() - start)
 
 
 def run_named(args: argparse.Namespace) -> int:
@@ -204,6 +233,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=23, help="seed of the sample")
     parser.add_argument("--mutmut", default=shutil.which("mutmut") or "mutmut")
     parser.add_argument("--named", action="store_true", help="issue 23's four bugs only")
+    parser.add_argument(
+        "--rerun",
+        help="an earlier run's workdir: its code with today's reference tests (OURS), only the "
+        "mutants it did not kill (give the same --sample and --seed)",
+    )
     parser.add_argument("--children", type=int, default=1, help="mutants tested at once")
     parser.add_argument(
         "--timeout-multiplier",
