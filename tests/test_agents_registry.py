@@ -62,3 +62,33 @@ def test_python_m_rummy500_env_takes_any_spec_and_refuses_a_bad_one(capsys):
     with pytest.raises(SystemExit):
         main(["--players", "expert", "search:50s"])
     assert "bad search budget in 'search:50s'" in capsys.readouterr().err
+
+
+def test_the_ismcts_spec_names_openspiels_bot_and_is_refused_before_any_game_without_it(
+    monkeypatch,
+):
+    """``ismcts``/``ismcts:N`` build `ISMCTSAgent` (N simulations a decision, 100 without);
+    a bad budget, or OpenSpiel not installed, is one clear error from `check_spec`."""
+    import importlib.util
+
+    from rummy500_env.agents import registry
+
+    for bad in ("ismcts:0", "ismcts:-2", "ismcts:5ms", "ismcts:"):
+        with pytest.raises(AgentSpecError, match="bad ismcts budget"):
+            check_spec(bad)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        registry.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "pyspiel" else real(name, *a),
+    )
+    with pytest.raises(AgentSpecError, match=r"needs OpenSpiel: pip install -e '.\[openspiel\]'"):
+        check_spec("ismcts:50")
+    monkeypatch.undo()
+    if real("pyspiel") is None:
+        pytest.skip("building the agent needs the openspiel extra: pip install -e '.[openspiel]'")
+    from rummy500_env.agents.ismcts import ISMCTSAgent
+
+    agent = make_agent("ismcts:50", Rules(), seed=3)
+    assert isinstance(agent, ISMCTSAgent) and agent.simulations == 50
+    assert make_agent("ismcts", Rules(), seed=3).simulations == 100

@@ -2,7 +2,7 @@
 what it checked (legal actions only, hands finished, updates made). A recipe whose framework
 is not installed is skipped, naming the extra that installs it (the test extra installs
 stable-baselines3 and PettingZoo; ``frameworks`` adds TorchRL and Tianshou, ``rllib`` adds
-Ray RLlib)."""
+Ray RLlib, ``openspiel`` OpenSpiel)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,12 @@ RECIPES = {
     "torchrl_rollout.py": (["torchrl"], "frameworks", ["--steps", "150"], "torchrl:"),
     "tianshou_dqn.py": (["tianshou"], "frameworks", ["--steps", "200"], "tianshou:"),
     "rllib_selfplay.py": (["ray.rllib"], "rllib", ["--iterations", "1"], "rllib: exported"),
+    "openspiel_ismcts.py": (
+        ["pyspiel"],
+        "openspiel",
+        ["--hands", "2", "--simulations", "10"],
+        "openspiel: IS-MCTS",
+    ),
 }
 
 

@@ -425,17 +425,3 @@ def test_ismcts_agent_acts_on_an_observation_and_its_mask_in_a_pettingzoo_loop()
         a = agent.act(obs["observation"], obs["action_mask"])
         assert obs["action_mask"][a] == 1
         e.step(a)
-
-
-@openspiel
-def test_the_ismcts_spec_builds_the_agent_and_a_bad_budget_is_refused():
-    from rummy500_env.agents.ismcts import ISMCTSAgent
-    from rummy500_env.agents.registry import AgentSpecError, check_spec, make_agent
-
-    assert check_spec("ismcts:50") == "ismcts:50"
-    agent = make_agent("ismcts:50", Rules(), seed=3)
-    assert isinstance(agent, ISMCTSAgent) and agent.simulations == 50
-    assert make_agent("ismcts", Rules(), seed=3).simulations == 100
-    for bad in ("ismcts:0", "ismcts:-1", "ismcts:5ms", "ismcts:"):
-        with pytest.raises(AgentSpecError, match="bad ismcts budget"):
-            check_spec(bad)
