@@ -3,8 +3,9 @@
 Hypothesis profiles: ``dev`` (the default) explores afresh on every run; ``ci`` (chosen when
 the environment has CI set, as on .ci/run's machine, or by HYPOTHESIS_PROFILE=ci) is
 derandomized with no example database, so a CI run is reproducible; ``long`` runs many more
-examples, for benchmarks/reference_long.py; ``mutation`` fewer, derandomized, for
-benchmarks/mutation.py. Choose one with HYPOTHESIS_PROFILE=name.
+examples, for benchmarks/reference_long.py; ``mutation`` fewer, derandomized and without
+shrinking (a failure is all a mutant needs), for benchmarks/mutation.py. Choose one with
+HYPOTHESIS_PROFILE=name.
 
 Skips: a test that needs an extra skips where it is not installed, and its reason names the
 extra (the modules' own reasons, or the one `EXTRAS` adds to a bare "could not import");
@@ -21,14 +22,19 @@ from collections.abc import Generator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 _COMMON: dict[str, Any] = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 settings.register_profile("dev", max_examples=600, **_COMMON)
 settings.register_profile("ci", max_examples=600, derandomize=True, database=None, **_COMMON)
 settings.register_profile("long", max_examples=20_000, **_COMMON)
-settings.register_profile(  # benchmarks/mutation.py: one test run per mutant, the same examples
-    "mutation", max_examples=100, derandomize=True, database=None, **_COMMON
+settings.register_profile(  # benchmarks/mutation.py: one run per mutant, a failure is enough
+    "mutation",
+    max_examples=100,
+    derandomize=True,
+    database=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],  # no shrinking
+    **_COMMON,
 )
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
