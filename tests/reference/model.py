@@ -532,6 +532,9 @@ def _step_discard(s: State, args: list[str]) -> None:
     s.turn = (discarder + 1) % s.rules.players
     s.phase = "draw"
     limit = s.rules.turn_limit
+    # The two ends below leave `turn` at the seat that would act next, as the engine does:
+    # §4 reads "as if the player to act declined", §2 "at the start of that player's turn";
+    # §7 says a finished hand's `turn` is "the seat that acted last" (open: issue 23 report).
     if limit is not None and s.turns >= limit:
         end_hand(s)  # §4: as if the stock were empty and the player to act declined
     elif not s.stock and s.rules.stock_out == "ends_hand":
