@@ -262,3 +262,240 @@ def test_the_table_fits_a_phone_screen(browser: Any, play_url: str):
     box = page.get_by_test_id("hand").locator(".card").first.bounding_box()
     assert box is not None and box["width"] >= 36  # big enough to tap
     context.close()
+
+
+# --- jokers and "Rummy!" calls (issue 20) ---------------------------------------------------------
+
+
+JOKERS = Setup(Rules(jokers=2), "greedy")
+CALLS = Setup(Rules(rummy_calls=True), "greedy")
+
+
+def joker_step(view: dict[str, Any]) -> tuple[str, str] | None:
+    """The joker move the test's human makes after drawing, if any: a meld with a joker in
+    it, else a joker's lay-off (the first the engine lists)."""
+    melds = [a for a in view["legal"] if a.startswith("meld ") and "JK=" in a]
+    if melds:
+        return "meld", melds[0]
+    layoffs = [a for a in view["legal"] if a.startswith("layoff JK=")]
+    return ("layoff", layoffs[0]) if layoffs else None
+
+
+def joker_discard(view: dict[str, Any]) -> str:
+    """The card the test's human discards: the last one shown that is no joker."""
+    cards = [c for c in view["hand"] if f"discard {c}" in view["legal"]]
+    return ([c for c in cards if c != "JK"] or cards)[-1]
+
+
+def find_joker_hand(computers: Computers) -> int:
+    """A seed whose first hand, played as the browser test plays it, melds a joker and lays
+    one off (the same moves through `Table`, without a browser)."""
+    for seed in range(300):
+        table, done = Table.new("search", JOKERS, computers, seed), set()
+        while table.waiting in ("you", "computer"):
+            if table.waiting == "computer":
+                table.advance()
+                continue
+            table.act(["draw"])
+            step = joker_step(table.view())
+            if step:
+                done.add(step[0])
+                table.act([step[1]])
+            elif table.view()["plan"]:
+                table.act(table.view()["plan"])
+            if table.waiting == "you":
+                table.act([f"discard {joker_discard(table.view())}"])
+        if done == {"meld", "layoff"}:
+            return seed
+    raise AssertionError("no seed melds and lays off a joker")
+
+
+def state(page: Page) -> dict[str, Any]:
+    """The page's own copy of the server's view (what it draws from)."""
+    return page.evaluate("ui.state")  # type: ignore[no-any-return]
+
+
+def select(page: Page, faces: list[str]) -> None:
+    """Tap these cards in the hand (a second copy of a face: the next card showing it)."""
+    hand = page.get_by_test_id("hand")
+    for face in faces:
+        hand.locator(f'.card[data-card="{face}"]:not(.selected)').first.click()
+
+
+def pick_if_asked(page: Page, action: str) -> None:
+    """Confirm the choice the page offers when a joker could stand for several cards."""
+    if page.locator(".dialog").is_visible():
+        page.get_by_test_id("choice").filter(has_text=action.split(" ", 1)[1]).click()
+
+
+def test_a_whole_hand_with_jokers_melds_and_lays_one_off(page: Page, tmp_path):
+    seed = find_joker_hand(Computers(JOKERS))
+    with serving(create_app(JOKERS, tmp_path, seed=seed)) as url:
+        page.goto(url + "?pace=0")
+        done = set()
+        for _ in range(80):
+            if not wait_for_my_draw_or_the_end(page):
+                break
+            draw(page)
+            s = state(page)
+            step = joker_step(s)
+            if step is not None:
+                kind, action = step
+                words = action.split()
+                count = len(hand_cards(page))
+                if kind == "meld":
+                    select(page, [w.split("=")[0] for w in words[1:]])
+                    page.get_by_test_id("meld").click()
+                else:
+                    select(page, ["JK"])
+                    page.get_by_test_id(f"meld-{words[2]}").click()
+                pick_if_asked(page, action)
+                page.wait_for_function(
+                    "n => document.querySelectorAll('[data-testid=hand] .card').length < n",
+                    arg=count,
+                )
+                stands = next(w for w in words[1:] if w.startswith("JK=")).split("=")[1]
+                joker = page.locator(f'#melds .card.joker[aria-label="joker as {stands}"]')
+                expect(joker.first).to_contain_text(stands)  # its face says what it stands for
+                done.add(kind)
+            elif "ready" in (page.get_by_test_id("put-down-all").get_attribute("class") or ""):
+                count = len(hand_cards(page))
+                page.get_by_test_id("put-down-all").click()
+                page.wait_for_function(
+                    "n => document.querySelectorAll('[data-testid=hand] .card').length < n",
+                    arg=count,
+                )
+            if page.get_by_test_id("result").is_visible():
+                break
+            select(page, [joker_discard(state(page))])
+            page.get_by_test_id("discard").click()
+        else:
+            pytest.fail("the hand did not end")
+    assert done == {"meld", "layoff"}
+    expect(page.get_by_test_id("result")).to_contain_text("Hand 1 is over")
+
+
+def calls_seed(computers: Computers) -> int:
+    """A seed whose first hand, played as the calls test plays it, offers the human a call
+    window to pass and then one to call in."""
+    for seed in range(300):
+        table, seen = Table.new("search", CALLS, computers, seed), []
+        while table.waiting in ("you", "computer") and len(seen) < 2:
+            if table.waiting == "computer":
+                table.advance()
+                continue
+            view = table.view()
+            calls = [a for a in view["legal"] if a.startswith("call ")]
+            if view["phase"] == "call":
+                seen.append("call" if calls and seen == ["pass"] else "pass")
+                table.act([calls[0] if seen[-1] == "call" else "pass"])
+            elif "draw" in view["legal"]:
+                table.act(["draw"])
+            else:
+                if view["plan"]:
+                    table.act(view["plan"])
+                if table.waiting == "you":
+                    discards = [a for a in table.view()["legal"] if a.startswith("discard")]
+                    table.act([discards[-1]])
+        if seen == ["pass", "call"]:
+            return seed
+    raise AssertionError("no seed offers a call window to pass and then one to take")
+
+
+def after(page: Page, tap: Any) -> None:
+    """Tap, then wait until the page holds a new view from the server."""
+    page.evaluate("window.before = ui.state")
+    tap()
+    page.wait_for_function("ui.state !== window.before")
+
+
+def test_rummy_calls_offered_passed_and_taken_in_a_whole_hand(page: Page, tmp_path):
+    seed = calls_seed(Computers(CALLS))
+    with serving(create_app(CALLS, tmp_path, seed=seed)) as url:
+        page.goto(url + "?pace=0")
+        seen: list[str] = []
+        for _ in range(200):
+            page.wait_for_function("ui.state && !ui.busy && (ui.state.waiting !== 'computer')")
+            s = state(page)
+            if s["waiting"] != "you":
+                break
+            if s["phase"] == "call":
+                expect(page.get_by_test_id("action-pass")).to_be_visible()  # the window
+                calls = [a for a in s["legal"] if a.startswith("call ")]
+                take = bool(calls) and seen == ["pass"]
+                seen.append("call" if take else "pass")
+                if take:
+                    after(page, page.get_by_test_id("action-call").filter(has_text=calls[0]).click)
+                    expect(page.get_by_test_id("log")).to_contain_text("You call Rummy on")
+                else:
+                    after(page, page.get_by_test_id("action-pass").click)
+            elif s["phase"] == "called":
+                if s["plan"]:
+                    count = len(hand_cards(page))
+                    page.get_by_test_id("put-down-all").click()
+                    page.wait_for_function(
+                        "n => document.querySelectorAll('[data-testid=hand] .card').length < n",
+                        arg=count,
+                    )
+                    if state(page)["waiting"] != "you":
+                        continue
+                after(page, page.get_by_test_id("action-done").click)
+                seen.append("done")
+            elif "draw" in s["legal"]:
+                draw(page)
+            else:
+                if s["plan"]:
+                    count = len(hand_cards(page))
+                    page.get_by_test_id("put-down-all").click()
+                    page.wait_for_function(
+                        "n => document.querySelectorAll('[data-testid=hand] .card').length < n",
+                        arg=count,
+                    )
+                    if state(page)["waiting"] != "you":
+                        continue
+                discards = [a for a in state(page)["legal"] if a.startswith("discard")]
+                select(page, [discards[-1].split()[1]])
+                after(page, page.get_by_test_id("discard").click)
+        else:
+            pytest.fail("the hand did not end")
+    assert seen[:2] == ["pass", "call"], seen
+    assert "done" in seen or state(page)["waiting"] in ("next_hand", "game_over")
+
+
+# --- small things a player notices (issue 20) -----------------------------------------------------
+
+
+def test_tapping_the_stock_while_the_computer_plays_skips_ahead_and_draws(page: Page, tmp_path):
+    with serving(create_app(SETUP, tmp_path, seed=1)) as url:
+        page.goto(url + "?pace=1500")  # the computer's moves shown slowly
+        wait_for_my_draw_or_the_end(page)
+        draw(page)
+        select(page, [hand_cards(page)[-1]])
+        page.get_by_test_id("discard").click()
+        page.wait_for_function("ui.busy")
+        count = len(hand_cards(page))
+        page.get_by_test_id("stock").click()  # while the computer's moves are shown
+        expect(page.get_by_test_id("message")).to_contain_text("Skipping ahead to your turn")
+        expect(page.get_by_test_id("hand").locator(".card")).to_have_count(count + 1)
+        assert state(page)["phase"] == "play" and state(page)["waiting"] == "you"
+
+
+def test_the_move_list_has_room_for_two_digit_numbers(page: Page, play_url: str):
+    page.goto(play_url)
+    wait_for_my_draw_or_the_end(page)
+    room = page.evaluate(
+        """() => {
+        const log = document.getElementById('log');
+        const probe = document.createElement('span');
+        probe.textContent = '40. ';  // the widest marker: LOG_LENGTH moves
+        probe.style.font = getComputedStyle(log).font;
+        probe.style.position = 'absolute';
+        probe.style.whiteSpace = 'pre';  // the marker's trailing space counts
+        document.body.append(probe);
+        const need = probe.getBoundingClientRect().width;
+        probe.remove();
+        return [parseFloat(getComputedStyle(log).paddingLeft), need];
+    }"""
+    )
+    padding, need = room
+    assert padding >= need, f"the list's {padding}px margin cuts '40.' ({need}px)"

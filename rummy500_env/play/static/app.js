@@ -249,11 +249,40 @@ function selectedCards() {
   return ui.selected.map((i) => ui.state.hand[i]);
 }
 
-function layoffTargets(card) {
-  const prefix = `layoff ${card} `;
+// A joker is tapped as "JK" but the engine's actions name what it stands for ("JK=6H"):
+// the page offers the legal actions whose cards, read as faces, are the ones selected.
+const faceOf = (word) => word.split("=")[0];
+
+function layoffsOf(card) {
+  // The legal lay-offs of one card: [{action, target}], a joker's once per card it may be.
   return ui.state.legal
-    .filter((a) => a.startsWith(prefix))
-    .map((a) => Number(a.slice(prefix.length)));
+    .map((a) => a.split(" "))
+    .filter((w) => w[0] === "layoff" && faceOf(w[1]) === card)
+    .map((w) => ({ action: w.join(" "), target: Number(w[2]), card: w[1] }));
+}
+
+function layoffTargets(card) {
+  return [...new Set(layoffsOf(card).map((l) => l.target))];
+}
+
+function meldsOf(cards) {
+  // The legal melds of exactly these cards (as faces, in any order).
+  const want = cards.slice().sort().join(" ");
+  return ui.state.legal.filter((a) => {
+    const w = a.split(" ");
+    return w[0] === "meld" && w.slice(1).map(faceOf).sort().join(" ") === want;
+  });
+}
+
+function sendOne(actions, what) {
+  // One legal action: play it; several (a joker that may stand for more than one card):
+  // ask which.
+  if (actions.length === 1) return send(actions);
+  return choose(
+    `Which ${what}?`,
+    "The joker can stand for more than one card here.",
+    actions.map((a) => ({ label: a.split(" ").slice(1).join(" "), onPick: () => send([a]) })),
+  );
 }
 
 function onHandCard(index) {
@@ -282,14 +311,21 @@ function onMeldClick(index) {
   if (ui.selected.length !== 1) {
     return say("To lay off, tap one card in your hand, then the meld it goes on.");
   }
-  return send([`layoff ${selectedCards()[0]} ${index}`]);
+  const card = selectedCards()[0];
+  const here = layoffsOf(card).filter((l) => l.target === index);
+  if (here.length) return sendOne(here.map((l) => l.action), "lay-off");
+  if (card === "JK") return say(`The joker cannot be laid off on meld ${index + 1} now.`);
+  return send([`layoff ${card} ${index}`]); // the engine says why not
 }
 
 function onMeldButton() {
   const cards = selectedCards();
   if (cards.length < 3)
     return say("Select three or more cards that make a set or a run, then press Meld.");
-  return send([`meld ${cards.join(" ")}`]);
+  if (!cards.includes("JK")) return send([`meld ${cards.join(" ")}`]);
+  const melds = meldsOf(cards);
+  if (melds.length) return sendOne(melds, "meld");
+  return say(`${cards.join(" ")} make no meld you may put down now.`);
 }
 
 function onLayoffButton() {
@@ -301,9 +337,14 @@ function onLayoffButton() {
   }
   const card = cards[0];
   const targets = layoffTargets(card);
-  if (targets.length === 1) return send([`layoff ${card} ${targets[0]}`]);
+  if (targets.length === 1)
+    return sendOne(
+      layoffsOf(card).map((l) => l.action),
+      "lay-off",
+    );
   if (targets.length > 1)
     return say(`${card} fits ${targets.length} melds: tap the one to lay it off on.`);
+  if (card === "JK") return say("The joker fits no meld on the table now.");
   const fitting = ui.state.melds.findIndex((m) => m.fits.includes(card));
   if (fitting >= 0 || ui.state.waiting !== "you" || ui.state.phase !== "play") {
     return send([`layoff ${card} ${Math.max(fitting, 0)}`]); // the engine says why not
@@ -336,11 +377,34 @@ function onNewGame() {
   return ask("Start a new game?", "This game will be left unfinished.", "New game", newGame);
 }
 
-// A small confirmation dialog: `onConfirm` runs only if the player confirms.
+// The dialog with one button per option (and Cancel): `onPick` of the one tapped runs.
+function choose(title, text, options) {
+  ask(title, text, null, null);
+  const buttons = document.querySelector(".dialog-buttons");
+  for (const option of options) {
+    buttons.insertBefore(
+      el("button", {
+        class: "primary choice",
+        "data-testid": "choice",
+        text: option.label,
+        onclick: () => {
+          $("dialog-cancel").click();
+          option.onPick();
+        },
+      }),
+      $("dialog-cancel"),
+    );
+  }
+  buttons.querySelector(".choice").focus();
+}
+
+// A small confirmation dialog: `onConfirm` runs only if the player confirms (no confirm
+// button when `confirmLabel` is null: `choose` adds its own).
 function ask(title, text, confirmLabel, onConfirm) {
   $("dialog-title").textContent = title;
   $("dialog-text").textContent = text;
-  $("dialog-confirm").textContent = confirmLabel;
+  $("dialog-confirm").textContent = confirmLabel || "";
+  $("dialog-confirm").hidden = confirmLabel === null;
   const box = $("dialog");
   box.hidden = false;
   const onKey = (e) => {
@@ -349,6 +413,7 @@ function ask(title, text, confirmLabel, onConfirm) {
   const close = () => {
     box.hidden = true;
     $("dialog-confirm").onclick = null;
+    for (const b of document.querySelectorAll(".dialog-buttons .choice")) b.remove();
     document.removeEventListener("keydown", onKey);
   };
   document.addEventListener("keydown", onKey);
@@ -357,7 +422,7 @@ function ask(title, text, confirmLabel, onConfirm) {
     close();
     onConfirm();
   };
-  $("dialog-confirm").focus();
+  if (confirmLabel !== null) $("dialog-confirm").focus();
 }
 
 // --- drawing the page --------------------------------------------------------------------------
