@@ -13,15 +13,20 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rummy500_env import engine
+# _build first (it sorts first too): it decides whether the compiled core or its sources load.
+from rummy500_env import _build, engine
 from rummy500_env.engine import *  # noqa: F403 - the engine's public names, listed in its __all__
 from rummy500_env.rl.registration import install
 
 __version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
+COMPILED: bool = _build.COMPILED
+"""Whether the engine and the RL hot path run compiled with mypyc (README "Speed"): False for
+a pure Python build, under ``RUMMY500_PURE=1``, or when a compiled source was edited since."""
 
 # env, raw_env and rummy500_v0 come from __getattr__ below (hence the noqa).
 __all__ = [  # noqa: F405
     *engine.__all__,
+    "COMPILED",
     "Rummy500SingleAgentEnv",
     "__version__",
     "env",

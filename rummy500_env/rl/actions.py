@@ -196,11 +196,12 @@ class ActionCodec:
             )
         return depth
 
-    def decode(self, game: Table, index: int) -> Action:
+    def decode(self, game: Table, index: object) -> Action:
         """The engine action an id stands for in this position.
 
         Raises `IllegalActionError` when the id names nothing here (a depth below the pile, a
-        lay-off no meld takes); legality is the engine's to judge.
+        lay-off no meld takes); legality is the engine's to judge. `index` is an int or a numpy
+        integer, typed `object` so that a compiled build (setup.py) checks it here.
         """
         if type(index) is int:
             i = index
@@ -305,7 +306,7 @@ class ActionCodec:
         m[self.legal_ids(game)] = 1
         return m
 
-    def action_to_str(self, game: Table, index: int) -> str:
+    def action_to_str(self, game: Table, index: object) -> str:
         """The engine notation of an id in this position."""
         return str(self.decode(game, index))
 

@@ -1,0 +1,23 @@
+"""Doctests on a compiled build (setup.py; README "Speed").
+
+``--doctest-modules`` imports each source file to read its examples; with the compiled core
+loaded, the module behind ``engine/game.py`` is its extension, which pytest refuses as a file
+mismatch, and whose functions doctest could not read anyway. So a compiled run leaves those
+files to the pure run that `tests/test_compiled.py` starts, which runs their doctests on the
+``.py`` sources.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import rummy500_env
+from rummy500_env import _build
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if rummy500_env.COMPILED and collection_path in _build.compiled_sources().values():
+        return True
+    return None
