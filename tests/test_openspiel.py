@@ -106,6 +106,23 @@ def test_openspiel_random_sim_test_passes(params):
 
 
 @openspiel
+@pytest.mark.parametrize(
+    "params",
+    [{"players": 2}, {"players": 4, "rummy_calls": True}, {"players": 8, "jokers": 2}],
+    ids=["2p", "4p-calls", "8p-jokers"],
+)
+def test_openspiel_games_sim_test_passes(params):
+    """OpenSpiel's Python-side sim test (`open_spiel/python/tests/games_sim_test.py`, its
+    `sim_game`, run on every registered game and at each player count): pickling the game and
+    its type, clone after every action, native and pickle serialization, the terminal state's
+    empty legal actions, `player_return`, returns within the bounds."""
+    from open_spiel.python.tests import games_sim_test
+
+    game = pyspiel.load_game("python_rummy500", params)
+    games_sim_test.GamesSimTest().sim_game(game)
+
+
+@openspiel
 def test_parameters_are_the_rules_fields_plus_episode_and_returns():
     import dataclasses
 
