@@ -265,43 +265,83 @@ class ObservationEncoder:
         self.put_exact(obs, game, observer)
         return obs
 
-    def put_exact(self, obs: FloatArray, game: Game, observer: int) -> None:
+    def put_exact(self, obs: Any, game: Game, observer: int) -> None:
         """Write the exact part (module docstring) into `obs`, where it is all zero."""
-        n, at, r = self.players, self.at, self.rules
-        scale = 1.0 / (EXACT_CODE * n)
+        self.put_exact_table(obs, self.exact_table(game.melds), observer)
+        self.put_exact_state(obs, game, observer)
+
+    def exact_table(self, melds: list[Meld]) -> list[tuple[int, int, int]]:
+        """The exact part's table places, whoever observes: for each card on the table (a
+        joker by the place it fills), its index in the observation, its code without the
+        owner, and its owner (absolute seat)."""
+        parts = [self.exact_meld(m, i) for i, m in enumerate(melds)]
+        if self.decks == 1 and not self.joker_count:  # every place is taken once
+            return [p for part in parts for p in part]
+        taken: set[int] = set()
+        out = []
+        for part in parts:
+            for k, base, owner in part:
+                while k in taken:  # a second copy, or another joker there: the next row
+                    k += 56
+                taken.add(k)
+                out.append((k, base, owner))
+        return out
+
+    def exact_meld(self, m: Meld, i: int) -> list[tuple[int, int, int]]:
+        """`exact_table`'s places of meld #`i`, each in the first row of its block."""
+        n, at = self.players, self.at
         natural, wild = at["table_exact"], at.get("joker_exact", 0)
-        for i, m in enumerate(game.melds):
-            high_ace = m.is_run and m.hi == 14
-            for slot, (c, owner) in enumerate(zip(m.cards, m.owners, strict=True)):
-                place = 52 + suit_of(c) if high_ace and rank_of(c) == 0 else c
-                code = (
-                    (i * 4 + (0 if m.is_run else slot)) * n + (owner - observer) % n + 1
-                ) * scale
-                row = wild if m.jokers >> c & 1 else natural
-                while obs[row + place]:  # a second copy, or another joker there
-                    row += 56
-                obs[row + place] = code
-        counted = [
-            at["own_known"] + c
-            for c in multiset_cards(game.known_one[observer], game.known_two[observer])
-        ]
-        np.add.at(obs, counted, self.inv_decks)
-        if r.jokers:
-            obs[at["own_known"] + 52] = game.known_jk[observer] / self.joker_count
+        high_ace = m.is_run and m.hi == 14
+        out = []
+        for slot, (c, o) in enumerate(zip(m.cards, m.owners, strict=True)):
+            place = 52 + suit_of(c) if high_ace and rank_of(c) == 0 else c
+            k = (wild if m.jokers >> c & 1 else natural) + place
+            out.append((k, (i * 4 + (0 if m.is_run else slot)) * n + 1, o))
+        return out
+
+    def put_exact_table(self, obs: Any, places: list[tuple[int, int, int]], observer: int) -> None:
+        """Write `exact_table`'s places as `observer` sees them (owners rotated to its
+        frame) into `obs` (an array or a memoryview of one)."""
+        n = self.players
+        scale = 1.0 / (EXACT_CODE * n)
+        for k, base, owner in places:
+            obs[k] = (base + (owner - observer) % n) * scale
+
+    def put_exact_state(self, obs: Any, game: Game, observer: int) -> None:
+        """Write the exact part after the table (own known cards, counters, totals, scores)
+        into `obs` (an array or a memoryview of one), where it is all zero."""
+        self.put_exact_counters(obs, game, observer)
+        self.put_exact_hand(obs, game, observer)
+
+    def put_exact_counters(self, obs: Any, game: Game, observer: int) -> None:
+        """The exact part's seat to act and turn counter (they move every turn)."""
+        i = self.at["exact_state"]
+        obs[i + 1] = (game.turn - observer) % self.players / self.players
+        obs[i + 2] = game.turns / EXACT_SCALE
+
+    def put_exact_hand(self, obs: Any, game: Game, observer: int) -> None:
+        """The rest of the exact part after the table, which moves with a pile pickup, a
+        play or a hand: own known cards, dealer, hands played, totals, the hand's scores."""
+        n, at = self.players, self.at
+        known = at["own_known"]
+        if game.known_one[observer]:
+            for c in multiset_cards(game.known_one[observer], game.known_two[observer]):
+                obs[known + c] += self.inv_decks
+        if self.joker_count:
+            obs[known + 52] = game.known_jk[observer] / self.joker_count
         i = at["exact_state"]
-        over = game.is_hand_over
-        obs[i : i + 5] = [
-            (game.dealer - observer) % n / n,
-            (game.turn - observer) % n / n,
-            game.turns / EXACT_SCALE,
-            game.hands_played / EXACT_SCALE,
-            float(over),
-        ]
-        order = self._seat_order[observer]
-        obs[i + 5 : i + 5 + n] = [clip(game.totals_before[p] / EXACT_SCALE) for p in order]
-        if over:
+        obs[i] = (game.dealer - observer) % n / n
+        obs[i + 3] = game.hands_played / EXACT_SCALE
+        i += 5
+        for p in self._seat_order[observer]:
+            obs[i] = clip(game.totals_before[p] / EXACT_SCALE)
+            i += 1
+        if game.is_hand_over:
+            obs[at["exact_state"] + 4] = 1.0
             scores = game.hand_scores()
-            obs[i + 5 + n : i + 5 + 2 * n] = [clip(scores[p] / EXACT_SCALE) for p in order]
+            for p in self._seat_order[observer]:
+                obs[i] = clip(scores[p] / EXACT_SCALE)
+                i += 1
 
     def seat_view(self, observation: np.ndarray[Any, Any]) -> SeatView:
         """The information state an observation records (`SeatView`), in the observation's

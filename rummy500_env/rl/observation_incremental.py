@@ -12,10 +12,14 @@ least 5% of a `raw_env` step:
 * a count that changed for one card (a draw, a discard) rewritten without a loop over the
   changed mask: 12% of the instructions of a `raw_env` step (callgrind, random play);
 * meld parts memoised by value: melds are immutable and recur hand after hand (encode_update
-  6.1 -> 5.4 us, a `raw_env` step 18.4 -> 17.3 us);
+  6.1 -> 5.4 us, a `raw_env` step 18.4 -> 17.3 us); the exact part's meld places too;
 * one table block shared by all observers, updated by the melds that changed and copied
   rotated, instead of every observer rewriting its table from the melds: 15% of the
-  instructions of a `raw_env` step (callgrind, random play).
+  instructions of a `raw_env` step (callgrind, random play);
+* the exact part's table places computed once per table for all observers and written with
+  one numpy assignment when the table changes, and the rest of the exact part rewritten only
+  when what it holds moved: writing it whole at every step took 40% more instructions per
+  `raw_env` step than the env without it (callgrind, `benchmarks/instructions.py`).
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ class IncrementalEncoder(ObservationEncoder):
         ]
         """For each observer, a getter of the opponents' entries of a per-seat list."""
         self._deck_size = rules.deck_size  # a property: read once here, not at every step
+        self._table_exact = slice(self.at["table_exact"], self.at["own_known"])
+        """The exact part's table block: rewritten with the table (`_copy_table`)."""
+        self._state_at = self.at["own_known"]
+        """Where the exact part after the table starts: rewritten at every update."""
         self._forget()
 
     def _forget(self) -> None:
@@ -58,6 +66,7 @@ class IncrementalEncoder(ObservationEncoder):
         self._last: list[_Last | None] = [None] * self.players
         self._table = _Table(self)
         self._meld_parts: dict[tuple[Meld, int], MeldPart] = {}
+        self._exact_parts: dict[tuple[Meld, int], list[tuple[int, int, int]]] = {}
         self._wild = self.extras_at < self.features_size
         """The rules have jokers or calls (docs/rules.md §5): their slices are rewritten."""
         self._pile_update = self._rewrite_pile if self.joker_count else self._update_pile
@@ -65,13 +74,23 @@ class IncrementalEncoder(ObservationEncoder):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for cache in ("_last", "_table", "_meld_parts", "_pile_update"):
+        for cache in ("_last", "_table", "_meld_parts", "_exact_parts", "_pile_update"):
             del state[cache]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._forget()
+
+    def exact_meld(self, m: Meld, i: int) -> list[tuple[int, int, int]]:
+        """`ObservationEncoder.exact_meld`, memoised by value (as `meld_part`)."""
+        key = (m, i)
+        part = self._exact_parts.get(key)
+        if part is None:
+            if len(self._exact_parts) > MEMO_LIMIT:
+                self._exact_parts.clear()
+            part = self._exact_parts[key] = super().exact_meld(m, i)
+        return part
 
     def meld_part(self, m: Meld, observer: int) -> MeldPart:
         """`ObservationEncoder.meld_part`, memoised by value."""
@@ -102,11 +121,19 @@ class IncrementalEncoder(ObservationEncoder):
                 mv[i] = 1.0
             last.extras = extras
         self._update_scalars(last, game)
-        # jokers and calls (docs/rules.md §5), then the exact part: small slices, rewritten
-        last.obs[self.extras_at :] = 0.0
-        if self._wild:
+        if self._wild:  # jokers and calls (docs/rules.md §5): small slices, rewritten
+            last.obs[self.extras_at : self.features_size] = 0.0
             self.put_jokers_and_calls(last.obs, game, observer)
-        self.put_exact(last.obs, game, observer)
+        # The exact part after the table: its counters at every update, the rest when the
+        # hand's facts it holds moved.
+        self.put_exact_counters(mv, game, observer)
+        o = observer
+        key: tuple[object, ...] = (game.hands_played, game.is_hand_over, game.known_one[o])
+        key += (game.known_two[o], game.known_jk[o], game.dealer, *game.totals_before)
+        if key != last.exact_key:
+            last.obs[self._state_at :] = 0.0
+            self.put_exact_state(mv, game, observer)
+            last.exact_key = key
         return last.obs.copy()
 
     def _update_cards(self, last: _Last, game: Game) -> None:
@@ -229,6 +256,7 @@ class IncrementalEncoder(ObservationEncoder):
             for owner, value in values:
                 points[owner] += sign * value
         t.melds = melds[:]
+        t.exact = self.exact_table(t.melds)
         t.version += 1
         return t
 
@@ -240,6 +268,8 @@ class IncrementalEncoder(ObservationEncoder):
         obs[a:b] = block[a + o * 52 : a + n * 52]
         obs[b : a + n * 52] = block[a : a + o * 52]
         obs[a + n * 52 : end] = block[a + n * 52 : end]
+        obs[self._table_exact] = 0.0
+        self.put_exact_table(last.mv, table.exact, o)
         last.table_version = table.version
         last.totals = None  # table points may have changed: rewrite them with the totals
 
@@ -290,6 +320,7 @@ class _Last:
 
     __slots__ = (
         "count",
+        "exact_key",
         "extras",
         "hands",
         "known_one",
@@ -316,6 +347,8 @@ class _Last:
         self.totals: list[int] | None = game.totals_before[:]
         self.count, self.turns, self.hands = game.count[:], game.turns, game.hands_played
         self.extras = encoder._extras(game)
+        self.exact_key: tuple[object, ...] = ()
+        """What the exact part after the table was last written from (() forces a write)."""
 
 
 class _Table:
@@ -323,7 +356,7 @@ class _Table:
     seat 0 sees it, with each seat's table points; shared by the observers, which copy it
     rotated when its version moves on."""
 
-    __slots__ = ("block", "fit_count", "melds", "mv", "points", "version")
+    __slots__ = ("block", "exact", "fit_count", "melds", "mv", "points", "version")
 
     def __init__(self, encoder: ObservationEncoder) -> None:
         self.block = np.zeros(encoder.size, dtype=np.float32)  # only the table slices are used
@@ -331,4 +364,6 @@ class _Table:
         self.melds: list[Meld] = []
         self.points = [0] * encoder.players
         self.fit_count: dict[int, int] = {}
+        self.exact = encoder.exact_table([])
+        """The exact part's table places, for any observer (`exact_table`)."""
         self.version = 0
