@@ -58,6 +58,17 @@ def test_malformed_actions_built_in_code_are_illegal(action):
         g.apply(action)
 
 
+def test_after_the_game_an_action_is_refused_because_the_game_is_over():
+    """Once the game is over the refusal says so, not "call next_hand()", which would be
+    refused too (mutant: the game-over test misspelt)."""
+    g = game(
+        hands=["5C", "2S 3S"], pile="9D", melds=[("KC KD KH", 0)], totals=[480, 0], phase="play"
+    )
+    g.apply("discard 5C")
+    with pytest.raises(IllegalActionError, match="the game is over"):
+        g.apply("draw")
+
+
 def test_a_call_naming_two_cards_is_illegal_in_a_call_window():
     """In a call window, an `Action` calling two cards is refused, not read as a call of the
     first (mutant: the arity check's `or` turned into `and`)."""

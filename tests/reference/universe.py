@@ -1,7 +1,8 @@
 """Well-formed actions to offer a position, legal or not: every draw-step and call-window
 action, each pile card dug or called (each copy), melds of three and more cards (starts grown
-by a card, jokers standing for cards, non-melds), every lay-off of each hand card or joker on
-each meld and on a meld that is not there, every discard and one of a card not held."""
+by a card, jokers standing for cards, melds naming a card not held, non-melds), every lay-off
+of each hand card or joker on each meld and on a meld that is not there, every discard and
+one of a card not held."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def candidates(s: State) -> list[str]:
     for start in model.starts_in([*hand, JK]):
         out.add(model.meld_text(start))
         out |= set(_longer(start, hand))
+        out.add(_meld([(c, False) for c, _ in start]))  # the joker's card named: maybe not held
     for four in itertools.islice(itertools.combinations(naturals, 4), 40):
         out.add(_meld([(c, False) for c in four]))
     for i in range(len(s.melds) + 1):
