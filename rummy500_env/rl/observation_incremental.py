@@ -62,7 +62,7 @@ class IncrementalEncoder(ObservationEncoder):
         self._forget()
 
     def _forget(self) -> None:
-        """Start the caches afresh (they are not pickled: memoryviews can't be)."""
+        """Start the caches afresh (they are not pickled: `__reduce__`)."""
         self._last: list[_Last | None] = [None] * self.players
         self._table = _Table(self)
         self._meld_parts: dict[tuple[Meld, int], MeldPart] = {}
@@ -72,15 +72,10 @@ class IncrementalEncoder(ObservationEncoder):
         self._pile_update = self._rewrite_pile if self.joker_count else self._update_pile
         """How the pile's card features follow the pile: with jokers, rewritten whole."""
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        for cache in ("_last", "_table", "_meld_parts", "_exact_parts", "_pile_update"):
-            del state[cache]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._forget()
+    def __reduce__(self) -> tuple[type[IncrementalEncoder], tuple[Rules]]:
+        """Pickled as its rules, which everything else derives from: the caches start afresh
+        (memoryviews can't be pickled), and a compiled build (setup.py) has no ``__dict__``."""
+        return type(self), (self.rules,)
 
     def exact_meld(self, m: Meld, i: int) -> list[tuple[int, int, int]]:
         """`ObservationEncoder.exact_meld`, memoised by value (as `meld_part`)."""
