@@ -166,3 +166,27 @@ def test_hand_result_to_dict_names_each_field():
         "winner": None,
         "truncated": False,
     }
+
+
+def test_a_total_of_exactly_the_target_ends_the_game():
+    """500 or more ends the game (docs/rules.md §1): exactly 500 does (mutant: `>`)."""
+    g = game(
+        hands=["5C", "2S 3S"], pile="9D", melds=[("KC KD KH", 0)], totals=[470, 0], phase="play"
+    )
+    g.apply("discard 5C")
+    assert g.totals == [500, -5] and g.phase == "game_over" and g.winner == 0
+
+
+def test_winner_must_go_out_at_exactly_the_target_wins():
+    """With `winner_must_go_out`, going out with exactly the target ends the game (mutant:
+    `>` for `>=`)."""
+    g = game(
+        rules={"winner_must_go_out": True, "target": 100},
+        hands=["5C", "2S 3S"],
+        pile="9D",
+        melds=[("KC KD KH", 0)],
+        totals=[70, 0],
+        phase="play",
+    )
+    g.apply("discard 5C")
+    assert g.totals == [100, -5] and g.phase == "game_over" and g.winner == 0
