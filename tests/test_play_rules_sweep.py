@@ -8,7 +8,10 @@ Standard rules without jokers are played to the end of whole games in test_play_
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +26,22 @@ from rummy500_env.play.server import create_app
 from rummy500_env.play.table import Setup
 
 SEEDS = 40
-TURNS = 8
+TURNS = 5
 """The human's turns played per seed: enough to meld, lay off and face a call window; a
 bound so that 200 deals stay cheap."""
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Iterator[Path]:
+    """Where the games are saved: in memory (/dev/shm) where there is one, since this test is
+    about rules, not disks (test_play_saves.py is), and a save waiting on the disk's flush
+    made it four times slower; else the test's temporary folder."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    with tempfile.TemporaryDirectory(dir=shm, prefix="rummy500-sweep-") as d:
+        yield Path(d)
 
 
 def human_move(state: dict[str, Any], rng: random.Random) -> dict[str, Any]:
@@ -63,9 +79,9 @@ def first_hand(c: TestClient, rng: random.Random) -> tuple[str, dict[str, Any], 
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))
-def test_forty_seeds_of_every_rule_system_play_through_the_api(tmp_path: Path, preset: str) -> None:
+def test_forty_seeds_of_every_rule_system_play_through_the_api(data_dir: Path, preset: str) -> None:
     rules = dataclasses.replace(Rules.parse(preset), jokers=2, rummy_calls=True)
-    app = create_app(Setup(rules, "greedy"), tmp_path, seed=0)
+    app = create_app(Setup(rules, "greedy"), data_dir, seed=0)
     c = TestClient(app, base_url="http://127.0.0.1")
     rng = random.Random(preset)
     offered: set[str] = set()

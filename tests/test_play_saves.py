@@ -4,6 +4,7 @@ database is found at start and set aside, never written over."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -136,8 +137,11 @@ def test_a_damaged_database_is_found_at_start_and_set_aside(tmp_path, damage):
     c = client(tmp_path)  # starts, with a clear word, instead of a traceback or silent 404s
     message = c.app.state.service.store.damaged
     assert message is not None and str(path) in message and "is damaged" in message
-    aside = [p for p in tmp_path.iterdir() if p.name.startswith("games.sqlite3.damaged-")]
+    aside = [
+        p for p in tmp_path.iterdir() if re.fullmatch(r"games\.sqlite3\.damaged-[\d-]+", p.name)
+    ]
     assert len(aside) == 1 and aside[0].read_bytes() == damaged  # kept as it was
+    assert not list(tmp_path.glob("games.sqlite3-*"))  # its journal went with it
     assert str(aside[0]) in message and ".recover" in message
     assert c.post("/api/games").status_code == 201  # a fresh database works
 

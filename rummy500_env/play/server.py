@@ -61,16 +61,20 @@ MAX_ACTION_TEXT = 100
 """Characters one action text may have (the longest, a two-deck meld of jokers, is ~60)."""
 QUOTED = 60
 """Characters of a request's own text an error message quotes back, at most."""
-CACHED_TABLES = 16
+CACHED_TABLES = 64
 """Games kept in memory; others are resumed from the store when asked for."""
+GAME_LOCKS = 64
+"""Locks games are spread over: two games share one only by their ids' hashes."""
 T = TypeVar("T")
 
 
 class PlayService:
     """The games of one server: its setup and computers, the store, and the tables in play.
 
-    One lock serialises every game operation: this is a one-person local server, and a lock
-    makes "apply the move, then save it" atomic with respect to a second tab.
+    A lock per game (one of `GAME_LOCKS`, by the id's hash) makes "apply the move, then save
+    it" atomic with respect to a second tab of the same game, while other games go on: one
+    game's save waiting on the disk does not hold up another's move. `lock` guards only the
+    tables in memory and the seeds.
     """
 
     def __init__(
@@ -80,6 +84,7 @@ class PlayService:
         self.store = store
         self.computers = computers or Computers(setup)
         self.lock = threading.Lock()
+        self._game_locks = [threading.Lock() for _ in range(GAME_LOCKS)]
         self.tables: OrderedDict[str, Table] = OrderedDict()
         self._seeds = itertools.count(seed) if seed is not None else None
 
@@ -87,7 +92,8 @@ class PlayService:
         """Deal a new game (from the next seed of ``--seed``, or a random one), save it and
         return its view. The view is made before the save, so a game the page cannot be
         shown is never saved under an id the page does not receive."""
-        seed = next(self._seeds) if self._seeds is not None else secrets.randbits(63)
+        with self.lock:
+            seed = next(self._seeds) if self._seeds is not None else secrets.randbits(63)
         table = Table.new(secrets.token_urlsafe(16), self.setup, self.computers, seed)
         view = table.view()
         self.save(table)
@@ -98,7 +104,8 @@ class PlayService:
         """The game with this id: in memory, or resumed from the store (404 if unknown)."""
         if not GAME_ID.fullmatch(game_id):
             raise PlayError(404, f"no game with id {game_id[:80]!r}: start a new game")
-        table = self.tables.get(game_id)
+        with self.lock:
+            table = self.tables.get(game_id)
         if table is None:
             try:
                 found = self.store.fetch(game_id)
@@ -141,16 +148,19 @@ class PlayService:
 
     def forget(self, game_id: str) -> None:
         """Drop a game from memory, so the next request resumes it as saved."""
-        self.tables.pop(game_id, None)
+        with self.lock:
+            self.tables.pop(game_id, None)
 
     def _keep(self, table: Table) -> None:
-        self.tables[table.id] = table
-        self.tables.move_to_end(table.id)
-        while len(self.tables) > CACHED_TABLES:
-            self.tables.popitem(last=False)
-
-    def locked(self, work: Callable[[], T]) -> T:
         with self.lock:
+            self.tables[table.id] = table
+            self.tables.move_to_end(table.id)
+            while len(self.tables) > CACHED_TABLES:
+                self.tables.popitem(last=False)
+
+    def locked(self, game_id: str, work: Callable[[], T]) -> T:
+        """`work` under the lock of this game."""
+        with self._game_locks[hash(game_id) % GAME_LOCKS]:
             return work()
 
 
@@ -187,7 +197,7 @@ class PlayAPI:
     """The play API's endpoints (the table in the module docstring) over one `PlayService`.
 
     Each request's game work (finding the game, the move, saving it, the new view) runs in one
-    piece under the service's lock, in a worker thread: a computer's move may take a while
+    piece under its game's lock, in a worker thread: a computer's move may take a while
     (a search agent, a policy network) and must not hold up the event loop.
     """
 
@@ -226,7 +236,8 @@ class PlayAPI:
         def deal() -> dict[str, Any]:
             return {"state": self.service.new_game()}
 
-        return JSONResponse(await run_in_threadpool(self.service.locked, deal), status_code=201)
+        # A new game's id is known to no one yet: it needs no game lock.
+        return JSONResponse(await run_in_threadpool(deal), status_code=201)
 
     async def get_game(self, request: Request) -> Response:
         return await self._in_game(request, lambda table: {"state": table.view()})
@@ -291,7 +302,7 @@ class PlayAPI:
                 self.service.save(table)
             return out
 
-        return JSONResponse(await run_in_threadpool(self.service.locked, run))
+        return JSONResponse(await run_in_threadpool(self.service.locked, game_id, run))
 
 
 def create_replay_app(

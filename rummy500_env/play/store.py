@@ -75,6 +75,8 @@ class Store:
         if problem is not None:
             self.damaged = self._set_aside(problem)
         try:
+            with self._connect() as db:
+                db.execute("PRAGMA journal_mode=WAL")  # a commit is one fsync, not three
             with self._connect() as db, db:
                 db.execute(SCHEMA)
                 columns = {row[1] for row in db.execute("PRAGMA table_info(games)")}
@@ -84,7 +86,9 @@ class Store:
             raise StoreError(f"cannot open the game database {self.path}: {e}") from None
 
     def _connect(self) -> closing[sqlite3.Connection]:
-        return closing(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S))
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+        db.execute("PRAGMA synchronous=FULL")  # in WAL mode too: a commit reaches the disk
+        return closing(db)
 
     def _check(self) -> str | None:
         """What is wrong with an existing database file, or None (absent or sound)."""

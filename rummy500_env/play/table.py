@@ -9,6 +9,7 @@ own seat and answer with an action id, as they do in training and tournaments.
 from __future__ import annotations
 
 import datetime
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -79,9 +80,16 @@ class Computers:
         }
         self.codec = ActionCodec(rules)
         self.encoder = ObservationEncoder(rules)
+        self.lock = threading.Lock()
+        """One decision at a time: the agents (and their random streams) serve every game
+        of the server, which may ask from several threads."""
 
     def choose(self, game: Game) -> Action:
         """The action the agent of the seat to act picks."""
+        with self.lock:
+            return self._choose(game)
+
+    def _choose(self, game: Game) -> Action:
         seat = game.current_player
         agent = self.agents[seat]
         legal = game.legal_actions()
