@@ -11,8 +11,9 @@ such as ``"expert"`` or ``"search:50ms"`` (`check_spec` says what is allowed).
 from typing import Any
 
 from rummy500_env.agents.base import Agent, as_agent
+from rummy500_env.agents.bot import Bot
 from rummy500_env.agents.expert import ExpertAgent
-from rummy500_env.agents.greedy import Bot, GreedyAgent
+from rummy500_env.agents.greedy import GreedyAgent
 from rummy500_env.agents.random_agent import RandomAgent
 from rummy500_env.agents.registry import check_spec, make_agent
 from rummy500_env.agents.search import SearchAgent

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rummy500_env.agents.greedy import GreedyAgent, callers, joker_of, template
+from rummy500_env.agents.bot import joker_of, template
+from rummy500_env.agents.greedy import GreedyAgent, callers
 from rummy500_env.agents.heuristics import (
     TEMPLATE_MELDS,
     neighbours,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
+from rummy500_env.agents.bot import Bot, joker_of, template
 from rummy500_env.agents.heuristics import (
     laid_value,
     neighbours,
@@ -14,57 +13,11 @@ from rummy500_env.agents.heuristics import (
     plan,
     start_value,
 )
-from rummy500_env.engine.cards import JOKER, Card
-from rummy500_env.engine.melds import JOKER_VALUE, hand_values, template_index
-from rummy500_env.engine.notation import Action, pile_depth
+from rummy500_env.engine.cards import JOKER
+from rummy500_env.engine.melds import JOKER_VALUE
+from rummy500_env.engine.notation import Action
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.seat_view import SeatView
-from rummy500_env.rl.actions import ActionCodec
-from rummy500_env.rl.observation import ObservationEncoder
-
-
-class Bot:
-    """What the hand-written bots share: they decide on the engine's information state
-    (`decide(view, legal)`, the path the package's own loops take) and, for a plain
-    PettingZoo loop, on an observation and its mask (`act`), which decodes the observation
-    into the same `SeatView` once and the ids into the same engine actions, so both paths
-    choose alike."""
-
-    def __init__(self, rules: Rules | str | dict[str, Any] = "standard") -> None:
-        self.rules = Rules.coerce(rules)
-        self.codec = ActionCodec(self.rules)
-        self.encoder = ObservationEncoder(self.rules)
-        self.values = hand_values(self.rules.scoring)
-
-    def act(self, observation: np.ndarray[Any, Any], action_mask: np.ndarray[Any, Any]) -> int:
-        view = self.encoder.seat_view(observation)
-        ids = np.flatnonzero(action_mask)
-        if not ids.size:
-            raise ValueError("the action mask has no legal action: is this agent to act?")
-        legal = [self.codec.decode(view, int(i)) for i in ids]
-        return self.codec.encode(view, self.decide(view, legal))
-
-    def decide(self, view: SeatView, legal: Sequence[Action]) -> Action:
-        """One of `legal` (the actions of the seat of `view`, which is to act)."""
-        raise NotImplementedError
-
-    def ordered(self, view: SeatView, legal: Sequence[Action]) -> list[Action]:
-        """`legal` in action-id order (stable), the order every tie is broken by."""
-        if not legal:
-            raise ValueError("no legal action given: is this seat to act?")
-        encode = self.codec.encode
-        return sorted(legal, key=lambda a: encode(view, a))
-
-    def taken(self, view: SeatView, a: Action) -> tuple[Card, ...]:
-        """The cards a take, dig or call puts in the hand, top card first."""
-        depth = pile_depth(view.pile, a)
-        assert depth is not None, f"{a} takes nothing from this pile"
-        return view.pile[len(view.pile) - 1 - depth :][::-1]
-
-
-def joker_of(a: Action) -> Card:
-    """The card a joker of a meld or lay-off stands for; -1 without one."""
-    return a.jokers.bit_length() - 1 if a.jokers else -1
 
 
 class GreedyAgent(Bot):
@@ -188,10 +141,3 @@ def callers(card: int, unseen: set[int]) -> int:
     """How many pairs of cards that make a meld with `card` lie both in `unseen` (the cards an
     opponent could hold: unseen ones and those known in their hands), so could call it."""
     return sum(1 for a, b in neighbours(card) if a in unseen and b in unseen)
-
-
-def template(a: Action) -> int:
-    """The three-card template of a meld action (`MELD_TEMPLATES` order)."""
-    t = template_index(a.cards)
-    assert t is not None, f"{a} is not a three-card meld"
-    return t

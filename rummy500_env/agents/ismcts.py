@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from open_spiel.python.algorithms import ismcts, mcts
 
-from rummy500_env.agents.greedy import Bot
+from rummy500_env.agents.bot import Bot
 from rummy500_env.agents.search import _rollout_action
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.melds import hand_values

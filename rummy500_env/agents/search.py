@@ -20,8 +20,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from rummy500_env.agents.bot import Bot
 from rummy500_env.agents.expert import ExpertAgent
-from rummy500_env.agents.greedy import Bot
 from rummy500_env.engine.cards import JOKER
 from rummy500_env.engine.errors import InvalidPositionError
 from rummy500_env.engine.game import Game
