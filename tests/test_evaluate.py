@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import pytest
 
-from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.agents.registry import AgentSpecError
+from rummy500_env.engine.errors import RulesError, Rummy500Error
 from rummy500_env.engine.rules import Rules
 from rummy500_env.training.evaluate import main, parse_args
 from rummy500_env.training.stats import elo, mean_ci, wilson
-from rummy500_env.training.tournament import Config, run, tasks_for
+from rummy500_env.training.tournament import Config, EvaluateError, run, tasks_for
 
 
 def test_wilson_interval_matches_known_values():
@@ -101,25 +103,49 @@ def test_both_agents_get_the_same_seats_over_each_deal(players):
 
 
 @pytest.mark.parametrize(
-    ("argv", "words"),
+    ("argv", "error", "words"),
     [
-        (["greedy"], "at least two agents"),
-        (["greedy", "wizard"], "unknown agent 'wizard'"),
-        (["greedy", "search:fast"], "bad search budget"),
-        (["greedy", "search:50s"], "bad search budget in 'search:50s'"),
-        (["greedy", "missing.pt"], "no checkpoint at 'missing.pt'"),
-        (["greedy", "random", "--games", "0"], "--games 0"),
-        (["greedy", "random", "--rules", "gin"], "rules 'gin': unknown preset 'gin'"),
-        (["greedy", "random", "--rules", "standard,target"], "'target' is not field=value"),
-        (["greedy", "random", "--rules", "players=3", "--players", "4"], "players=4 is given"),
-        (["greedy", "random", "--episode", "set"], "--episode 'set'"),
-        (["greedy", "random", "--players", "9"], "players=9"),
-        (["greedy", "random", "--address", "auto"], "--address 'auto' needs --ray"),
+        (["greedy"], EvaluateError, "at least two agents"),
+        (["greedy", "wizard"], AgentSpecError, "unknown agent 'wizard'"),
+        (["greedy", "search:fast"], AgentSpecError, "bad search budget"),
+        (["greedy", "search:50s"], AgentSpecError, "bad search budget in 'search:50s'"),
+        (["greedy", "missing.pt"], AgentSpecError, "no checkpoint at 'missing.pt'"),
+        (["greedy", "random", "--games", "0"], EvaluateError, "--games 0"),
+        (["greedy", "random", "--rules", "gin"], RulesError, "rules 'gin': unknown preset 'gin'"),
+        (
+            ["greedy", "random", "--rules", "standard,target"],
+            RulesError,
+            "'target' is not field=value",
+        ),
+        (
+            ["greedy", "random", "--rules", "players=3", "--players", "4"],
+            RulesError,
+            "players=4 is given",
+        ),
+        (["greedy", "random", "--episode", "set"], EvaluateError, "--episode 'set'"),
+        (["greedy", "random", "--players", "9"], RulesError, "players=9"),
+        (["greedy", "random", "--address", "auto"], EvaluateError, "'auto' needs --ray"),
     ],
 )
-def test_bad_arguments_are_clear_errors(argv, words, capsys):
-    with pytest.raises(Rummy500Error) as e:  # EvaluateError; RulesError for rules and players
+def test_bad_arguments_are_clear_errors(argv, error, words, capsys):
+    """Each bad argument is the project's own error of its kind (exactly that class: a bare
+    ValueError or another check's error fails), and the command prints it as one line."""
+    with pytest.raises(Rummy500Error) as e:
         parse_args(argv)
-    assert words in str(e.value)
+    assert type(e.value) is error and words in str(e.value)
     assert main(argv) == 2
-    assert words in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and words in err and "Traceback" not in err
+
+
+def test_ray_without_ray_is_a_clear_error_before_any_game(monkeypatch, capsys):
+    """``--ray`` on an install without Ray: one ``error:`` line and exit 2, before a game is
+    played (it was a traceback from the first game's dispatch)."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # importing ray now fails; find_spec: None
+    argv = ["greedy", "random", "--ray", "--games", "2", "--workers", "1"]
+    with pytest.raises(EvaluateError, match=r"--ray needs Ray: pip install"):
+        parse_args(argv)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("error: --ray needs Ray") and "Traceback" not in captured.err
+    assert "games:" not in captured.err and captured.out == ""

@@ -21,6 +21,7 @@ final margin with its 95% interval) and Elo ratings fitted by maximum likelihood
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import time
@@ -89,6 +90,11 @@ def parse_args(argv: list[str] | None = None) -> Config:
         raise EvaluateError(f"--workers {a.workers}: use 1 or more")
     if a.address is not None and not a.ray:
         raise EvaluateError(f"--address {a.address!r} needs --ray")
+    if a.ray and importlib.util.find_spec("ray") is None:  # now, not a traceback mid-run
+        raise EvaluateError(
+            '--ray needs Ray: pip install "ray[default]" (or the rllib extra: '
+            'pip install torch==2.13.0 -e ".[rllib]")'
+        )
     cfg = Config(
         [check_spec(s) for s in a.agents],
         a.games,
