@@ -16,6 +16,13 @@ from tests.golden.record import CONFIGS, GOLDEN, engine_transcript, env_transcri
 RECORDED = json.loads(GOLDEN.read_text())
 
 
+def assert_same_steps(now: list, recorded: list) -> None:
+    """Step by step, and the same number of steps: `strict` makes a game that ends earlier
+    or later than recorded fail even when every step they share is equal."""
+    for k, (got, want) in enumerate(zip(now, recorded, strict=True)):
+        assert got == want, f"step {k} differs"
+
+
 def _id(config: tuple) -> str:
     preset, fields, episode, seed = config
     return f"{preset}-{episode}-{seed}" + "".join(f"-{k}={v}" for k, v in fields.items())
@@ -26,9 +33,7 @@ def test_env_replays_the_recorded_game(index):
     preset, fields, episode, seed = CONFIGS[index]
     recorded = RECORDED["env"][index]
     now = env_transcript(preset, fields, episode, seed)
-    for k, (got, want) in enumerate(zip(now["steps"], recorded["steps"], strict=False)):
-        assert got == want, f"step {k} differs"
-    assert len(now["steps"]) == len(recorded["steps"])
+    assert_same_steps(now["steps"], recorded["steps"])
     assert now["done"] == recorded["done"]
 
 
@@ -37,8 +42,7 @@ def test_engine_replays_the_recorded_game(index):
     preset, fields, _episode, seed = CONFIGS[index]
     recorded = RECORDED["engine"][index]
     now = engine_transcript(preset, fields, seed)
-    for k, (got, want) in enumerate(zip(now["steps"], recorded["steps"], strict=False)):
-        assert got == want, f"step {k} differs"
+    assert_same_steps(now["steps"], recorded["steps"])
     assert now["final"] == recorded["final"] and now["winner"] == recorded["winner"]
 
 
@@ -46,3 +50,13 @@ def test_a_changed_game_is_caught():
     """The comparison can fail: another seed gives another transcript."""
     preset, fields, episode, seed = CONFIGS[1]
     assert env_transcript(preset, fields, episode, seed + 100) != RECORDED["env"][1]
+
+
+def test_a_game_of_another_length_is_caught():
+    """A transcript one step shorter or longer than the recorded one fails, though every step
+    they share is equal."""
+    steps = RECORDED["engine"][0]["steps"]
+    assert_same_steps(steps, list(steps))
+    for other in (steps[:-1], [*steps, steps[-1]]):
+        with pytest.raises(ValueError, match="zip"):
+            assert_same_steps(other, steps)
