@@ -59,11 +59,29 @@ def test_the_hook_leaves_gymnasium_as_it_found_it():
 
 
 def test_importing_the_package_twice_registers_once():
-    import gymnasium
-
-    registration.install()
-    registration.install()
-    assert registration.GYMNASIUM_ID in gymnasium.registry
+    """Importing the package again (a reload runs `install` again) before either library is
+    imported leaves one finder per library; once they are imported, installing again keeps
+    the first registrations (the same spec objects, and no "overriding" warning)."""
+    out = run(
+        "import importlib, sys, warnings\n"
+        "warnings.simplefilter('error')  # gymnasium warns when an id is registered again\n"
+        "import rummy500_env\n"
+        "importlib.reload(rummy500_env)\n"
+        "from rummy500_env.rl import registration as r\n"
+        "print(sorted(f.name for f in sys.meta_path if isinstance(f, r._AfterImport)))\n"
+        "import gymnasium, pettingzoo\n"
+        "has = hasattr(pettingzoo, 'aec_registry')\n"
+        "pz = lambda: (pettingzoo.aec_registry['rummy500-v0'],"
+        " pettingzoo.parallel_registry['rummy500-v0']) if has else ()\n"
+        "first, pz_first = gymnasium.registry[r.GYMNASIUM_ID], pz()\n"
+        "importlib.reload(rummy500_env); r.install(); r.register_gymnasium()\n"
+        "if has: assert r.register_pettingzoo()\n"
+        "print(gymnasium.registry[r.GYMNASIUM_ID] is first,"
+        " all(a is b for a, b in zip(pz(), pz_first, strict=True)),"
+        " sum(k.startswith('Rummy500') for k in gymnasium.registry),"
+        " any(isinstance(f, r._AfterImport) for f in sys.meta_path))"
+    )
+    assert out.splitlines() == ["['gymnasium', 'pettingzoo']", "True True 1 False"]
 
 
 def test_pettingzoo_registry():
