@@ -107,11 +107,18 @@ class OptionalBuildExt(build_ext):
         say(f"compiled {len(COMPILED)} modules with mypyc")
 
 
+BUILDS = {"build", "build_ext", "bdist_wheel", "editable_wheel", "install", "develop", "bdist"}
+"""The commands that compile: the sdist and the metadata (egg_info, dist_info) do not, so
+they skip mypyc's type check (a minute)."""
+
+
 def extensions() -> list[Extension]:
     reason = pure_reason()
     if reason is not None:
         say(f"pure Python: {reason}")
         (ROOT / MANIFEST).unlink(missing_ok=True)
+        return []
+    if not BUILDS & set(sys.argv[1:]):
         return []
     from mypyc.build import mypycify
 

@@ -15,6 +15,7 @@ import importlib
 import importlib.machinery
 import json
 import os
+import pickle
 import re
 import shutil
 import subprocess
@@ -145,6 +146,28 @@ def test_copy_copies_every_field():
     assert c.to_dict() == g.to_dict() and c.legal_actions() == g.legal_actions()
     c.apply("draw")
     assert g.phase == "draw" and c.phase == "play"
+
+
+def test_game_and_codec_pickle_mid_hand():
+    """A compiled class is rebuilt through its constructor: `Game` pickles every field but
+    the constructor's (the list is checked against the slots on the pure build), `ActionCodec`
+    and the encoders pickle as their rules."""
+    from rummy500_env.engine import game as game_module
+    from rummy500_env.rl.actions import ActionCodec
+    from rummy500_env.rl.observation_incremental import IncrementalEncoder
+
+    if not rummy500_env.COMPILED:
+        assert set(Game.__slots__) == {*game_module._FIELDS, "rules", "seed", "_plain"}
+    g = Game.new("standard", seed=4)
+    for _ in range(7):
+        g.apply(g.legal_actions()[-1])
+    g2 = pickle.loads(pickle.dumps(g))
+    assert g2.to_dict() == g.to_dict() and g2.legal_actions() == g.legal_actions()
+    codec, encoder = ActionCodec(g.rules), IncrementalEncoder(g.rules)
+    codec.mask(g), encoder.encode_update(g, 0)
+    codec2, encoder2 = pickle.loads(pickle.dumps((codec, encoder)))
+    assert (codec2.mask(g2) == codec.mask(g)).all()
+    assert (encoder2.encode_update(g2, 0) == encoder.encode(g, 0)).all()
 
 
 # --- the same answers from both builds

@@ -304,6 +304,11 @@ class Game:
         g._fits_memo, g._result = self._fits_memo, self._result
         return g
 
+    def __reduce__(self) -> tuple[Callable[..., Game], tuple[Rules, int, dict[str, Any]]]:
+        """Pickled by its fields: a compiled `Game` (setup.py) has no ``__dict__``, and its
+        class makes no instance without its constructor."""
+        return _unpickle, (self.rules, self.seed, {f: getattr(self, f) for f in _FIELDS})
+
     def _deal(self, order: Sequence[Card] | None = None) -> None:
         """Shuffle and deal a hand (docs/rules.md §1 "Cards and deal"); the deal is seeded by
         the game seed and the hand number, so `next_hand` after `from_dict` replays too.
@@ -1148,6 +1153,22 @@ class Game:
 def _places(a: Action) -> str:
     """The cards of an action in notation (``JK=9D`` for a joker's place)."""
     return " ".join(place_str(c, a.jokers) for c in a.cards)
+
+
+_FIELDS = (
+    "dealer", "turn", "phase", "discarder", "one", "two", "count", "jk", "known_one",
+    "known_two", "known_jk", "totals_before", "stock", "pile", "melds", "taken_top",
+    "must_play", "turns", "hands_played", "_legal", "_fits_memo", "_result",
+)  # fmt: skip
+"""What `__reduce__` pickles: every slot but the two the constructor takes and `_plain`, which
+it derives from them (tests/test_compiled.py checks the list against `Game.__slots__`)."""
+
+
+def _unpickle(rules: Rules, seed: int, fields: dict[str, Any]) -> Game:
+    g = Game(rules, seed)
+    for name, value in fields.items():
+        setattr(g, name, value)
+    return g
 
 
 _APPLY: dict[str, Callable[[Game, Action], None]] = {

@@ -143,6 +143,11 @@ class ActionCodec:
         for a, i in self._static.items():
             self._by_id[i] = a
 
+    def __reduce__(self) -> tuple[type[ActionCodec], tuple[Rules]]:
+        """Pickled as its rules, which everything here derives from (a compiled build,
+        setup.py, cannot rebuild its objects any other way)."""
+        return type(self), (self.rules,)
+
     def ranges(self) -> dict[str, tuple[int, int]]:
         """Each named range as (first id, last id), in id order."""
         out = {
