@@ -158,24 +158,53 @@ def test_expert_never_feeds_an_opponent_meld_when_another_discard_will_do():
 
 
 def test_search_agent_respects_its_rollout_budget_and_is_seeded():
+    """With ``rollouts=N`` a decision samples and plays out exactly N worlds (counted where
+    they are sampled, not by the agent's own counter alone), whatever the N; the same seed
+    gives the same choice."""
     rules = Rules()
     enc = ObservationEncoder(rules)
     codec = ActionCodec(rules)
     g = Game.new(rules, seed=3)
     g.apply("draw")
     obs, mask = enc.encode(g, 0), codec.mask(g)
-    a = SearchAgent(rules, rollouts=3, seed=7).act(obs, mask)
-    assert a == SearchAgent(rules, rollouts=3, seed=7).act(obs, mask)
-    assert mask[a] == 1
+    for budget in (1, 3, 7):
+        agent = SearchAgent(rules, rollouts=budget, seed=7)
+        sampled = 0
+        sample = agent.sample_world
+
+        def counted(view, sample=sample):
+            nonlocal sampled
+            sampled += 1
+            return sample(view)
+
+        agent.sample_world = counted  # type: ignore[method-assign]
+        a = agent.act(obs, mask)
+        assert (sampled, agent.last_worlds) == (budget, budget)
+        assert a == SearchAgent(rules, rollouts=budget, seed=7).act(obs, mask)
+        assert mask[a] == 1
 
 
 def test_random_agent_is_uniform_over_legal_actions_and_seeded():
+    """20,000 picks of one seeded agent over six legal ids (the first and the last id among
+    them): each id's count lies within 5 standard deviations of 20,000/6, and no other id is
+    picked. Seeded, so the counts are the same every run; and a fair generator with any
+    seed would fail this with probability below 1e-5, so no seed change can make it flake.
+    A pick that skews any id by 8% of its share fails."""
     mask = np.zeros(360, dtype=np.int8)
-    mask[[3, 7, 9]] = 1
-    picks = [RandomAgent(1).act(np.zeros(748), mask) for _ in range(3)]
-    assert picks[0] == picks[1] == picks[2]
-    seen = {RandomAgent(s).act(np.zeros(748), mask) for s in range(30)}
-    assert seen == {3, 7, 9}
+    legal = [0, 3, 7, 9, 200, 359]
+    mask[legal] = 1
+    n, p = 20_000, 1 / len(legal)
+    agent = RandomAgent(1)
+    counts = np.bincount([agent.act(np.zeros(748), mask) for _ in range(n)], minlength=360)
+    assert set(np.flatnonzero(counts)) <= set(legal) and counts.sum() == n
+    sigma = (n * p * (1 - p)) ** 0.5
+    for i in legal:
+        assert abs(counts[i] - n * p) < 5 * sigma, (i, counts[legal].tolist())
+    seeded, again = RandomAgent(5), RandomAgent(5)
+    first = [seeded.act(np.zeros(748), mask) for _ in range(20)]
+    assert [again.act(np.zeros(748), mask) for _ in range(20)] == first
+    other = RandomAgent(6)
+    assert [other.act(np.zeros(748), mask) for _ in range(20)] != first
     with pytest.raises(ValueError, match="no legal action"):
         RandomAgent().act(np.zeros(748), np.zeros(360, dtype=np.int8))
 
