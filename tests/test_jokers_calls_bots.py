@@ -172,18 +172,32 @@ def test_search_samples_hidden_jokers_with_the_other_hidden_cards():
         assert [str(m) for m in world.melds] == ["7H JK=8H 9H"]
 
 
-def test_search_plays_a_call_window_and_a_callers_play():
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_search_plays_a_call_window_and_a_callers_play(seed):
+    """Seat 2 may call 9D, the discard of seat 0: 27 points down and nothing else taken.
+    Passing would leave 9D to seat 1, who draws next, so the call is the only good answer
+    (seat 1 itself could pass and take it on its turn). The search calls, melds the called
+    card, ends its play with done, and play goes on with seat 1."""
     rules = {**BOTH, "players": 3}
-    agent = SearchAgent(rules, rollouts=4, seed=1)
-    assert choice(
-        agent,
-        rules=rules,
-        hands=["2C 3C", "9S 9H 4D", "KS QS"],
-        pile="5C 9D",
-        phase="call",
-        discarder=0,
-        turn=1,
-    ) in ("call 9D", "pass")
+    g = Game.from_dict(
+        position(
+            rules=rules,
+            hands=["2C 3C", "KS QS", "9S 9H 4D"],
+            pile="5C 9D",
+            phase="call",
+            discarder=0,
+            turn=2,
+        )
+    )
+    agent = SearchAgent(rules, rollouts=4, seed=seed)
+    enc, codec = ObservationEncoder(g.rules), ActionCodec(g.rules)
+    seen: list[str] = []
+    while g.current_player == 2 and g.phase in ("call", "called") and len(seen) < 6:
+        a = codec.decode(g, agent.act(enc.encode(g, 2), codec.mask(g)))
+        seen.append(str(a))
+        g.apply(a)
+    assert seen == ["call 9D", "meld 9D 9H 9S", "done"]
+    assert (g.phase, g.current_player, g.hand(2)) == ("draw", 1, parse_cards("4D"))
 
 
 @pytest.mark.parametrize("spec", ["greedy", "expert", "search:2"])
