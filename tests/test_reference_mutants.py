@@ -190,3 +190,11 @@ def test_winner_must_go_out_at_exactly_the_target_wins():
     )
     g.apply("discard 5C")
     assert g.totals == [100, -5] and g.phase == "game_over" and g.winner == 0
+
+
+def test_a_hand_with_all_four_of_a_rank_lists_each_three_card_set_once():
+    """Four 9s in hand: the four sets of three are each listed once (mutant: one listed twice,
+    another missing, in the meld finder's four-suit case)."""
+    g = game(hands=["9C 9D 9H 9S 2C", "2S 3S"], pile="KD", phase="play")
+    melds = [str(a) for a in g.legal_actions() if a.kind == "meld"]
+    assert melds == ["meld 9C 9D 9H", "meld 9C 9D 9S", "meld 9C 9H 9S", "meld 9D 9H 9S"]
