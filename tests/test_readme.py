@@ -1,28 +1,132 @@
-"""The README's two commands are where .ci/run and users find them."""
+"""The README's two commands: `.ci/run` extracts and runs exactly the test command, and the main
+command is what the README's own words around it say it is."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+CI = (ROOT / ".ci" / "run").read_text()
+VENV = "python3 -m venv .venv && . .venv/bin/activate && "
 
 
 def command(marker: str) -> str:
-    text = (ROOT / "README.md").read_text()
-    m = re.search(rf"<!-- {marker} -->\n```bash\n(.+?)\n```\n<!-- /{marker} -->", text, re.S)
+    m = re.search(rf"<!-- {marker} -->\n```bash\n(.+?)\n```\n<!-- /{marker} -->", README, re.S)
     assert m, f"README has no {marker} block"
     return m.group(1)
 
 
+def ci_extracts(readme: str, folder: Path) -> str:
+    """What `.ci/run`'s own ``TEST_COMMAND=...`` line extracts from `readme`, run by bash in
+    `folder` holding only that README."""
+    (line,) = [x for x in CI.splitlines() if x.startswith("TEST_COMMAND=")]
+    (folder / "README.md").write_text(readme)
+    out = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", f'{line}\nprintf %s "$TEST_COMMAND"'],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        check=True,
+    )
+    return out.stdout
+
+
+def torch_pins(text: str) -> set[str]:
+    return set(re.findall(r"torch==([0-9][0-9.]*)", text))
+
+
 def test_readme_opens_with_the_two_commands():
-    text = (ROOT / "README.md").read_text()
-    main, test = text.index("<!-- main-command -->"), text.index("<!-- test-command -->")
-    assert main < test < text.index("##")
-    assert "pytest" in command("test-command") and "ruff check" in command("test-command")
-    assert command("main-command").startswith("python3 -m venv")
+    main, test = README.index("<!-- main-command -->"), README.index("<!-- test-command -->")
+    assert main < test < README.index("##")
+    assert (
+        len(command("main-command").splitlines()) == len(command("test-command").splitlines()) == 1
+    )
 
 
-def test_ci_runs_the_readme_test_command():
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert "<!-- test-command -->" in ci and 'bash -euo pipefail -c "$TEST_COMMAND"' in ci
+def test_ci_extracts_exactly_the_readme_test_command(tmp_path):
+    """`.ci/run`'s extraction, run on the README, gives the test command character for
+    character; on a README whose command changed it gives the changed one."""
+    test = command("test-command")
+    assert ci_extracts(README, tmp_path) == test
+    changed = README.replace(test, test + " -x")
+    assert ci_extracts(changed, tmp_path) == test + " -x"
+
+
+def test_ci_runs_the_extracted_command_unchanged_from_the_repository_root():
+    """Assigned once, never touched again, run once with bash's strict flags, after the
+    ``cd`` to the repository root."""
+    assert len(re.findall(r"^\s*(?:export\s+)?TEST_COMMAND=", CI, re.M)) == 1
+    runs = [x.strip() for x in CI.splitlines() if "$TEST_COMMAND" in x and "echo" not in x]
+    assert runs == ['bash -euo pipefail -c "$TEST_COMMAND"']
+    cd = CI.index('cd "$(dirname "$0")/.."')
+    assert cd < CI.index("TEST_COMMAND=") < CI.index('bash -euo pipefail -c "$TEST_COMMAND"')
+
+
+def test_the_test_command_installs_torch_as_ci_does_then_checks_and_tests():
+    test = command("test-command")
+    assert test.startswith(VENV)
+    steps = test.removeprefix(VENV).split(" && ")
+    assert steps == [
+        f"pip install torch=={next(iter(torch_pins(test)))}",
+        'pip install -e ".[test]"',
+        "ruff check .",
+        "ruff format --check .",
+        "mypy",
+        "python -m pytest",
+    ]
+    assert torch_pins(CI) == torch_pins(test)
+
+
+def test_the_main_command_is_what_the_readme_says_it_is():
+    """The words above the main command: Python 3.10+, the CPU build of the test command's
+    pinned torch, the train extra, ``python -m training.ppo`` with no flags running the
+    packaged default config ``ppo`` into ``runs/ppo_standard_hand_s0/``."""
+    pytest.importorskip("tyro")
+    from rummy500_env.training.ppo import Args, parse_args
+
+    main = command("main-command")
+    assert main.startswith(VENV)
+    (pin,) = torch_pins(main)
+    assert main.removeprefix(VENV).split(" && ") == [
+        f"pip install torch=={pin}",
+        'pip install -e ".[train]"',
+        "python -m training.ppo",
+    ]
+    assert torch_pins(command("test-command")) == {pin}
+    pyproject = (ROOT / "pyproject.toml").read_text()  # (tomllib is 3.11+; this runs on 3.10)
+    train = re.search(r"^train = \[\n\s+\"torch>=([\d.]+),<([\d.]+)\"", pyproject, re.M)
+    assert train, "the train extra's first requirement is no longer a torch range"
+    low, high = (tuple(map(int, v.split("."))) for v in train.groups())
+    assert low <= tuple(map(int, pin.split("."))) < high
+
+    intro = README[: README.index("<!-- main-command -->")]
+    after = README[README.index("<!-- /main-command -->") :][:400]
+    python = re.search(r"Python (3\.\d+)\+", intro)
+    assert python and f'requires-python = ">={python.group(1)}"' in pyproject
+    default = re.search(r"default config \(`(\w+)`, packaged in\s+`([\w/]+)`", intro)
+    assert default, "the README no longer names the default config"
+    assert Args.TRAINER == default.group(1)
+    assert (ROOT / default.group(2) / f"{default.group(1)}.yaml").is_file()
+    folder = re.search(r"run folder \(`(runs/[\w]+)/`", after)
+    args, resuming = parse_args([])
+    assert folder and not resuming and str(args.run_path) == folder.group(1)
+
+
+def test_the_env_before_reset_is_the_clear_error_the_readme_promises():
+    """README (the RL surface): "Using an env before reset() ... is a clear error": for
+    `env()` too, the package's error saying to call reset(), not PettingZoo's assertion."""
+    assert "Using an env before `reset()`" in README
+    import rummy500_env
+    from rummy500_env import Rummy500Error
+
+    for make in (rummy500_env.env, rummy500_env.raw_env):
+        for call in ("step", "last", "observe", "render", "state"):
+            e = make(render_mode="ansi")
+            args = {"step": (0,), "observe": ("player_0",)}.get(call, ())
+            with pytest.raises(Rummy500Error, match=r"call reset\(\) before"):
+                getattr(e, call)(*args)

@@ -68,7 +68,8 @@ Errors
     follows PettingZoo's classic envs: an action outside the mask ends the game with −1 for
     its player; an action that is no action id at all (wrong type, out of range, None for a
     live agent) raises `IllegalActionError` saying what is allowed; so does stepping after
-    every agent is done, or using the env before ``reset()``.
+    every agent is done. Before ``reset()``, ``step``, ``last``, ``observe``, ``render``,
+    ``state`` and ``agent_iter`` raise `Rummy500Error` saying to call it, wrapped or bare.
 
 Tests
     PettingZoo's harness passes: ``api_test`` and ``seed_test`` (tests/test_env.py,
@@ -80,8 +81,9 @@ Version History
     v0: first release (package 0.1.0). Jokers and calls (docs/rules.md §5) extend the
     observation and the action ids of the rules that have them; the others are unchanged.
     `last()` and the wrapped `step()` once every agent is done are errors saying the
-    episode is over (they were a bare KeyError and a warning); what a live episode
-    returns is unchanged. The encodings' and the policy file's versions: CHANGELOG.md.
+    episode is over (they were a bare KeyError and a warning); so is using the wrapped env
+    before ``reset()`` (it was PettingZoo's AssertionError); what a live episode returns
+    is unchanged. The encodings' and the policy file's versions: CHANGELOG.md.
 """
 
 from __future__ import annotations
@@ -134,17 +136,42 @@ EPISODE_OVER = "every agent is done: the episode is over; call reset()"
 class OrderEnforcing(wrappers.OrderEnforcingWrapper):  # type: ignore[misc]  # untyped
     """PettingZoo's OrderEnforcing, where a `step` once every agent is done is an error, as
     the README promises (PettingZoo only logs a warning and ignores it), and so is `last`
-    (PettingZoo's reads the reward of an agent already removed: a bare KeyError)."""
+    (PettingZoo's reads the reward of an agent already removed: a bare KeyError). Before
+    ``reset()`` its methods raise the bare env's `Rummy500Error` saying to call it
+    (PettingZoo's are an `AssertionError`, or an `AttributeError` for `last`); reading an
+    attribute such as `agent_selection` is still PettingZoo's `AttributeError`."""
+
+    def _require_reset(self) -> None:
+        if not self._has_reset:
+            raise Rummy500Error("call reset() before using the env")
 
     def step(self, action: Any) -> None:
-        if self._has_reset and not self.agents:
+        self._require_reset()
+        if not self.agents:
             raise IllegalActionError(EPISODE_OVER)
         super().step(action)
 
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        if self._has_reset and not self.agents:
+        self._require_reset()
+        if not self.agents:
             raise Rummy500Error(f"last(): {EPISODE_OVER}")
         return super().last(observe)  # type: ignore[no-any-return]  # pettingzoo is untyped
+
+    def observe(self, agent: str) -> Any:
+        self._require_reset()
+        return super().observe(agent)
+
+    def render(self) -> Any:
+        self._require_reset()
+        return super().render()
+
+    def state(self) -> Any:
+        self._require_reset()
+        return super().state()
+
+    def agent_iter(self, max_iter: int = 2**63) -> Any:
+        self._require_reset()
+        return super().agent_iter(max_iter)
 
 
 class ActionIdCheck(wrappers.BaseWrapper):  # type: ignore[misc]  # pettingzoo is untyped
