@@ -193,14 +193,14 @@ def test_every_card_dealt_is_a_chance_outcome_and_the_engine_deals_exactly_those
     assert state.current_player() == 0
     assert g.hand(0) == sorted(picked[0:26:2]) and g.hand(1) == sorted(picked[1:26:2])
     assert g.pile == [picked[26]]
-    assert sorted(g.stock) == sorted(set(range(52)) - set(picked))
+    assert sorted(g.stock_cards) == sorted(set(range(52)) - set(picked))
 
 
 @openspiel
 def test_a_draw_is_a_chance_node_over_the_stock_and_brings_the_card_chosen():
     state = osp.load().new_initial_state()
     deal(state, random.Random(1))
-    stock = sorted(state.engine.stock)
+    stock = sorted(state.engine.stock_cards)
     state.apply_action(0)  # draw
     assert state.is_chance_node()
     outcomes = state.chance_outcomes()

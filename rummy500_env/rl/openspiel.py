@@ -323,7 +323,7 @@ class Rummy500State(pyspiel.State):
         """The cards a chance node picks from: those not dealt yet, or the stock's."""
         if self.drawing:
             assert self.engine is not None
-            return Counter(self.engine.stock)
+            return Counter(self.engine.stock_cards)
         r = self.settings.rules
         left = Counter({c: r.deck_count for c in range(NUM_CARDS)})
         if r.joker_count:
