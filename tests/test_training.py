@@ -10,7 +10,7 @@ import re
 import signal
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -72,22 +72,64 @@ def ppo(*args: str, **kw) -> subprocess.Popen:
     )
 
 
+# Training that stops itself one rollout after its second checkpoint, printing PAUSED, and
+# waits there to be killed: the kill lands at the same point however slow the machine (a
+# test that polled for checkpoints could find training finished), past the checkpoint, so
+# the rollout collected since is lost and the resume must start from the checkpoint.
+PAUSING = """
+import sys, threading
+from rummy500_env.training import common, ppo
+
+saved, save, update = [], common.Checkpoints.save, ppo.ppo_update
+
+def counted(self, *args, **kwargs):
+    path = save(self, *args, **kwargs)
+    saved.append(path)
+    return path
+
+def pausing(*args, **kwargs):
+    if len(saved) >= 2:
+        print("PAUSED", flush=True)
+        threading.Event().wait()  # until SIGKILL
+    return update(*args, **kwargs)
+
+common.Checkpoints.save, ppo.ppo_update = counted, pausing
+sys.exit(ppo.main(sys.argv[1:]))
+"""
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
-    """Train, SIGKILL after the second checkpoint, resume to the end."""
+    """Train, SIGKILL one rollout after the second checkpoint, resume to the end."""
     run = tmp_path_factory.mktemp("ppo") / "run"
-    proc = ppo(*TINY, "--run-dir", str(run))
-    ckpts = run / "checkpoints"
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        if len(list(ckpts.glob("step_*.pt"))) >= 2:
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, (
-        "training finished before it could be killed:\n" + proc.stdout.read()
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PAUSING, *TINY, "--run-dir", str(run)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    lines: list[str] = []
+    paused = threading.Event()
+
+    def read() -> None:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.strip() == "PAUSED":
+                paused.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert paused.wait(600), "training never reached its pause:\n" + "".join(lines)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        reader.join(10)
+    ckpts = run / "checkpoints"
+    assert len(list(ckpts.glob("step_*.pt"))) == 2
     assert not (run / "policy.pt").exists()
     state = json.loads((run / "state.json").read_text())
     killed_at = state["timesteps"]
