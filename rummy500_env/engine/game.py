@@ -382,7 +382,9 @@ class Game:
 
     @property
     def current_player(self) -> int:
-        """The player to act (after a hand ends: the player who acted last)."""
+        """The player to act. After a hand ends: the player who acted last, or, when the hand
+        ended as a turn began (§2 `ends_hand` with an empty stock, §4 `turn_limit`), the
+        player whose turn it would have been."""
         return self.turn
 
     @property
