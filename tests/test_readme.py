@@ -130,3 +130,24 @@ def test_the_env_before_reset_is_the_clear_error_the_readme_promises():
             args = {"step": (0,), "observe": ("player_0",)}.get(call, ())
             with pytest.raises(Rummy500Error, match=r"call reset\(\) before"):
                 getattr(e, call)(*args)
+
+
+def test_every_torch_install_in_the_docs_is_the_pinned_one():
+    """An unpinned ``pip install torch`` pulls whatever is newest (a CUDA build on Linux);
+    every one in the README and docs/ names the test command's version."""
+    (pin,) = torch_pins(command("test-command"))
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for found in re.findall(r"pip install torch\b(?:==[\d.]+)?", page.read_text()):
+            assert found == f"pip install torch=={pin}", f"{page.name}: {found}"
+
+
+def test_the_single_agent_signature_is_the_constructors():
+    """The README lists `Rummy500SingleAgentEnv`'s arguments in the constructor's order."""
+    import inspect
+
+    from rummy500_env import Rummy500SingleAgentEnv
+
+    m = re.search(r"`Rummy500SingleAgentEnv\(([^)]*)\)`", README)
+    assert m, "the README no longer gives the signature"
+    listed = [a.strip() for a in m.group(1).replace("\n", " ").split(",")]
+    assert listed == list(inspect.signature(Rummy500SingleAgentEnv).parameters)
