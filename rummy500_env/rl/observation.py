@@ -235,6 +235,11 @@ class ObservationEncoder:
         }
         return {k: obs[v].reshape(shapes.get(k, (-1,))) for k, v in self.slices.items()}
 
+    def __reduce__(self) -> tuple[type[ObservationEncoder], tuple[Rules]]:
+        """Pickled as its rules, which everything here derives from (a compiled build,
+        setup.py, cannot rebuild its objects any other way)."""
+        return type(self), (self.rules,)
+
     def encode(self, game: Game, observer: int) -> FloatArray:
         """The observation of `observer` (an absolute seat) in this position: the
         specification of every feature."""
