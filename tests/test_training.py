@@ -112,18 +112,20 @@ def trained(tmp_path_factory) -> Path:
         text=True,
     )
     lines: list[str] = []
-    paused = threading.Event()
+    stopped = threading.Event()  # PAUSED read, or the output ended
 
     def read() -> None:
         for line in proc.stdout:
             lines.append(line)
             if line.strip() == "PAUSED":
-                paused.set()
+                break
+        stopped.set()
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        assert paused.wait(600), "training never reached its pause:\n" + "".join(lines)
+        stopped.wait(600)
+        assert lines[-1:] == ["PAUSED\n"], "training never reached its pause:\n" + "".join(lines)
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -133,7 +135,7 @@ def trained(tmp_path_factory) -> Path:
     assert not (run / "policy.pt").exists()
     state = json.loads((run / "state.json").read_text())
     killed_at = state["timesteps"]
-    assert killed_at >= 512 and (ckpts / state["checkpoint"]).exists()
+    assert killed_at == 1024 and (ckpts / state["checkpoint"]).exists()  # checkpoint 2
     out, _ = ppo("--resume", str(run)).communicate(timeout=600)
     assert f"at {killed_at} timesteps" in out, out
     assert (run / "policy.pt").exists(), out
