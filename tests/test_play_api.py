@@ -267,7 +267,11 @@ def test_bad_requests_get_a_4xx_with_a_clear_message(
 def test_the_engine_says_why_a_move_is_illegal(game_client):
     c, gid = game_client
     r = c.post(f"/api/games/{gid}/actions", json={"action": "discard 2C"})
-    assert "you must draw first" in r.json()["error"] or "draw" in r.json()["error"]
+    assert r.status_code == 422
+    assert r.json()["error"] == (  # the engine's own reason, naming the rule
+        "discard 2C is not allowed: you must draw first: draw, take or dig "
+        "(docs/rules.md §1, a turn)"
+    )
 
 
 def test_a_bug_is_a_500_with_one_line_not_a_traceback(tmp_path):

@@ -66,8 +66,13 @@ def serving(app: Any) -> Iterator[str]:
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
         time.sleep(0.02)
+    if not server.started:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+        pytest.fail("the play server did not start within 20 s (see its log above)")
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
     finally:
