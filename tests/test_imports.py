@@ -35,6 +35,7 @@ ENGINE_LAYERS += ["game", "records"]
 """The engine's modules, each importing only modules before it (no cycle)."""
 PACKAGE_LAYERS = {
     "engine": 0,
+    "_build": 0,  # picks the compiled core or its sources: the standard library only
     "rl/registration": 0,  # names the env modules only by string
     "cards": 1,  # the documented address of engine.cards
     "rl": 2,  # the action codec, the observation encoders, the PettingZoo env
