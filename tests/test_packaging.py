@@ -6,6 +6,10 @@ The artefacts are built once per session from a copy of the checkout (building i
 leave build/ in it), with ``python -m build``: the sdist, then the wheel from the sdist, so a
 file the sdist forgets is missing from the wheel too. The end-to-end test installs the wheel in
 a fresh virtual environment, torch pinned first so pip never pulls a CUDA build.
+
+The wheel built here is compiled (setup.py; README "Speed": mypyc, with gcc on this machine):
+it holds the extensions beside the sources, and installed it plays a seeded game exactly as
+the pure build does. Without a C compiler, or with ``RUMMY500_PURE=1``, the sdist builds pure.
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     source = out / "source"
     shutil.copytree(ROOT, source, ignore=SKIP)
-    run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], cwd=out)
+    build = [sys.executable, "-m", "build", "--outdir", str(out), str(source)]
+    run(build, cwd=out, timeout=1200)  # the wheel compiles the core (a minute or two)
     return out
 
 
@@ -151,19 +156,32 @@ def test_a_shipped_policy_loads_by_name_and_as_an_agent_spec():
         parse_spec("strongest")
 
 
-def test_the_installed_wheel_trains_evaluates_and_serves(wheel: Path, tmp_path: Path):
-    """A fresh venv, the wheel with the train and play extras, then from a directory that is
-    not the checkout: a tiny training run, a tournament of the packaged model against it and
-    against greedy (by name, through the console script), and the play page against it."""
-    env_dir = tmp_path / "venv"
+CLEAN = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+CLEAN.pop("RUMMY500_PURE", None)
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A fresh venv with the wheel and its train and play extras: (its folder, its python)."""
+    env_dir = tmp_path_factory.mktemp("installed") / "venv"
     venv.create(env_dir, with_pip=True)
     python = str(env_dir / "bin" / "python")
+    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    run([*pip, TORCH], cwd=env_dir, env=CLEAN)
+    run([*pip, TORCH, f"{wheel}[train,play]"], cwd=env_dir, env=CLEAN)
+    return env_dir, python
+
+
+def test_the_installed_wheel_trains_evaluates_and_serves(
+    installed: tuple[Path, str], tmp_path: Path
+):
+    """The installed wheel, from a directory that is not the checkout: a tiny training run, a
+    tournament of the packaged model against it and against greedy (by name, through the
+    console script), and the play page against it."""
+    env_dir, python = installed
     work = tmp_path / "elsewhere"
     work.mkdir()
-    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    run([*pip, TORCH], cwd=work, env=clean)
-    run([*pip, TORCH, f"{wheel}[train,play]"], cwd=work, env=clean)
+    clean = CLEAN
 
     where = run([python, "-c", "import rummy500_env as r; print(r.__file__, r.__version__)"], work)
     assert str(env_dir) in where and rummy500_env.__version__ in where
@@ -206,3 +224,86 @@ def test_the_installed_wheel_trains_evaluates_and_serves(wheel: Path, tmp_path: 
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+# --- the compiled core (setup.py; README "Speed")
+
+SEEDED_GAME = """
+import hashlib, json, random
+import numpy as np
+import rummy500_env
+from rummy500_env import Game
+
+g, rng, actions = Game.new("standard", seed=11), random.Random(11), []
+while g.phase != "game_over":
+    if g.phase == "hand_over":
+        g.next_hand()
+        continue
+    a = rng.choice(g.legal_actions())
+    actions.append(str(a))
+    g.apply(a)
+e, digest, ids, rewards = rummy500_env.raw_env(episode="hand"), hashlib.sha256(), [], []
+e.reset(seed=5)
+for agent in e.agent_iter():
+    obs, reward, term, trunc, _ = e.last()
+    digest.update(obs["observation"].tobytes() + obs["action_mask"].tobytes())
+    rewards.append(float(reward))
+    action = None if term or trunc else int(rng.choice(np.flatnonzero(obs["action_mask"])))
+    ids.append(action)
+    e.step(action)
+print(json.dumps({"compiled": rummy500_env.COMPILED, "actions": actions, "totals": g.totals,
+                  "winner": g.winner, "ids": ids, "rewards": rewards,
+                  "observations": digest.hexdigest()}))
+"""
+
+
+def seeded_game(python: str, cwd: Path, **env: str) -> dict[str, object]:
+    return dict(json.loads(run([python, "-c", SEEDED_GAME], cwd=cwd, env=CLEAN | env)))
+
+
+def test_the_wheel_is_compiled_for_this_platform(wheel: Path, wheel_names: list[str]):
+    """``pip wheel .`` here (gcc, CPython) gives a platform wheel: the extensions of the
+    compiled modules and their shared library beside the sources, and the sources' digests."""
+    assert not wheel.name.endswith("-none-any.whl"), wheel.name
+    for module in ("_core__mypyc", "engine/game", "engine/melds", "rl/actions"):
+        assert any(re.fullmatch(rf"rummy500_env/{module}\..+\.so", n) for n in wheel_names)
+    assert {"rummy500_env/engine/game.py", "rummy500_env/_compiled.json"} <= set(wheel_names)
+
+
+def test_the_installed_wheel_plays_a_seeded_game_as_the_pure_build(
+    installed: tuple[Path, str], tmp_path: Path
+):
+    """The same seeded game (engine, random legal play to the end) and the same seeded hand
+    through raw_env(): the same actions, scores, rewards and observation digest from the
+    installed compiled wheel as from this checkout's pure sources."""
+    _, python = installed
+    compiled = seeded_game(python, tmp_path)
+    pure = seeded_game(sys.executable, ROOT, RUMMY500_PURE="1")
+    assert compiled.pop("compiled") is True and pure.pop("compiled") is False
+    assert len(compiled["actions"]) > 100 and compiled == pure  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "reason"),
+    [("RUMMY500_PURE", "1", "RUMMY500_PURE is set"), ("CC", "/no/such/cc", "no C compiler")],
+)
+def test_the_sdist_builds_pure_without_a_compiler_or_when_asked(
+    dist: Path, tmp_path: Path, variable: str, value: str, reason: str
+):
+    """From the sdist, with ``RUMMY500_PURE=1`` or no C compiler: a pure wheel (any
+    platform, no extension), saying why. Built without isolation (this venv has the build
+    requirements), so it takes seconds."""
+    (sdist,) = dist.glob("rummy500_env-*.tar.gz")
+    cmd = [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation"]
+    out = subprocess.run(
+        [*cmd, "--wheel-dir", str(tmp_path), str(sdist)],
+        cwd=tmp_path,
+        env=CLEAN | {variable: value},
+        capture_output=True,
+    )
+    assert out.returncode == 0, out.stdout.decode()[-3000:] + out.stderr.decode()[-3000:]
+    assert f"rummy500_env build: pure Python: {reason}" in out.stdout.decode() + out.stderr.decode()
+    (pure,) = tmp_path.glob("rummy500_env-*.whl")
+    names = zipfile.ZipFile(pure).namelist()
+    assert pure.name.endswith("-py3-none-any.whl") and not [n for n in names if n.endswith(".so")]
+    assert "rummy500_env/engine/game.py" in names and "rummy500_env/_build.py" in names
