@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 
@@ -121,7 +122,7 @@ def test_determinization_deals_hidden_jokers_too():
 
 def test_determinization_refuses_an_impossible_view():
     v = Game.new("standard", seed=1).seat_view(0)
-    bad = type(v)(**{**{f: getattr(v, f) for f in v.__slots__}, "stock_size": 5})
+    bad = dataclasses.replace(v, stock_size=5)  # not v.__slots__: a compiled class has none
     with pytest.raises(InvalidPositionError, match="stock of 5"):
         Game.from_seat_view(bad, 0)
 
