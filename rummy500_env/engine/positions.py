@@ -8,6 +8,7 @@ reported at once (as python-chess's `Board.status` does), in one `InvalidPositio
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -74,6 +75,11 @@ class Position:
     discarder: int | None = None
     """While a call window is open (phase ``call`` or ``called``), the player whose discard
     opened it; None otherwise (docs/rules.md §5)."""
+
+    def __reduce__(self) -> tuple[type[Position], tuple[object, ...]]:
+        """Copied and pickled through the constructor: a compiled frozen class (setup.py)
+        refuses the field-by-field assignment `copy` and `pickle` do by default."""
+        return type(self), tuple(getattr(self, f.name) for f in dataclasses.fields(self))
 
     def known_cards(self, player: int) -> tuple[Card, ...]:
         return () if self.known is None else self.known[player]

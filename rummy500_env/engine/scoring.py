@@ -8,6 +8,7 @@ position checks, renderings, records and the play page all read its `HandResult`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -71,6 +72,11 @@ class HandResult:
     """The winner when the game is over (None: play on, or a draw at `hand_limit`)."""
     truncated: bool
     """The game ended by `hand_limit` rather than by the target (§4)."""
+
+    def __reduce__(self) -> tuple[type[HandResult], tuple[object, ...]]:
+        """Copied and pickled through the constructor: a compiled frozen class (setup.py)
+        refuses the field-by-field assignment `copy` and `pickle` do by default."""
+        return type(self), tuple(getattr(self, f.name) for f in dataclasses.fields(self))
 
     def to_dict(self) -> dict[str, object]:
         """JSON-compatible form (lists for tuples)."""

@@ -15,6 +15,7 @@ into a playable game. Exact for every rule system: two decks, jokers and calls i
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, replace
 
@@ -62,6 +63,11 @@ class SeatView:
     hands_played: int
     result: HandResult | None
     """How the hand ended, once it is over."""
+
+    def __reduce__(self) -> tuple[type[SeatView], tuple[object, ...]]:
+        """Copied and pickled through the constructor: a compiled frozen class (setup.py)
+        refuses the field-by-field assignment `copy` and `pickle` do by default."""
+        return type(self), tuple(getattr(self, f.name) for f in dataclasses.fields(self))
 
     @property
     def players(self) -> int:
