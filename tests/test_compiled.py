@@ -10,6 +10,7 @@ On a pure build the whole suite is already the pure run.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib
 import importlib.machinery
@@ -168,6 +169,12 @@ def test_game_and_codec_pickle_mid_hand():
     codec2, encoder2 = pickle.loads(pickle.dumps((codec, encoder)))
     assert (codec2.mask(g2) == codec.mask(g)).all()
     assert (encoder2.encode_update(g2, 0) == encoder.encode(g, 0)).all()
+    while not g.is_hand_over:
+        g.apply(g.legal_actions()[-1])
+    for frozen in (g.result(), g.seat_view(1), g.position()):  # frozen dataclasses
+        again = pickle.loads(pickle.dumps(frozen))
+        assert copy.deepcopy(frozen) == copy.copy(frozen) == again == frozen
+    assert copy.deepcopy(g).to_dict() == g.to_dict()
 
 
 # --- the same answers from both builds
