@@ -1,8 +1,9 @@
 """`SearchAgent`: determinized Monte-Carlo search over the candidate actions.
 
-For each decision it samples the cards it cannot see consistently with what its seat knows
-(opponents keep the cards they are known to hold and get their hand sizes; the rest of the
-unseen cards fill the stock in random order), plays every candidate action in that world,
+For each decision it samples the cards it cannot see consistently with what its seat knows,
+with the engine's determinization (`Game.from_seat_view`: opponents keep the cards they are
+known to hold and get their hand sizes; the rest of the unseen cards fill the stock in random
+order), plays every candidate action in that world,
 finishes the hand with fast rollout policies, and picks the candidate with the best mean
 hand-score difference. All candidates share each sampled world and its rollout randomness
 (common random numbers), so their comparison is paired. The budget is a number of sampled
@@ -26,7 +27,6 @@ from rummy500_env.engine.cards import JOKER
 from rummy500_env.engine.errors import InvalidPositionError
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.melds import (
-    hand_values,
     has_meld_pair,
     starts_a_meld,
     starts_with_a_joker,
@@ -61,7 +61,6 @@ class SearchAgent(Bot):
             ms = 50.0
         self.ms, self.rollouts, self.candidates = ms, rollouts, candidates
         self.rng = random.Random(seed)
-        self.values = hand_values(self.rules.scoring)
         self.last_worlds = 0
         """Worlds sampled and played out for the last decision (for benchmarks)."""
 
