@@ -279,13 +279,16 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
     def seat_view(self, agent: str) -> SeatView:
         """What `agent` knows now: the engine's information state (`Game.seat_view`), in the
         game's own seat numbers (the observation's frame is `SeatView.relative()`)."""
+        return self._require_game().seat_view(self._seat_of(agent))
+
+    def _seat_of(self, agent: str) -> int:
+        """The seat of an agent name; a clear error for a name that is none."""
         try:
-            seat = self.agent_name_mapping[agent]
+            return self.agent_name_mapping[agent]
         except KeyError:
             raise Rummy500Error(
                 f"unknown agent {agent!r}; agents are {self.possible_agents}"
             ) from None
-        return self._require_game().seat_view(seat)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle (and `copy.deepcopy`) the live env, game and seeder included, so a copy
@@ -362,12 +365,7 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
     # --- observation -----------------------------------------------------------------------
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        try:
-            seat = self.agent_name_mapping[agent]
-        except KeyError:
-            raise Rummy500Error(
-                f"unknown agent {agent!r}; agents are {self.possible_agents}"
-            ) from None
+        seat = self._seat_of(agent)
         cached = self._obs_cache.get(seat)
         if cached is not None:
             return cached
