@@ -14,7 +14,13 @@ from rummy500_env.engine.errors import RulesError, Rummy500Error
 from rummy500_env.engine.rules import Rules
 from rummy500_env.training.evaluate import main, parse_args
 from rummy500_env.training.stats import elo, mean_ci, wilson
-from rummy500_env.training.tournament import Config, EvaluateError, run, tasks_for
+from rummy500_env.training.tournament import (
+    Config,
+    EvaluateError,
+    field_seatings,
+    run,
+    tasks_for,
+)
 
 
 def test_wilson_interval_matches_known_values():
@@ -100,6 +106,58 @@ def test_both_agents_get_the_same_seats_over_each_deal(players):
         for seat in range(players):
             sitting = [s[seat] for s in seatings]
             assert sitting.count(0) == sitting.count(1)
+
+
+@pytest.mark.parametrize("players", [2, 3, 4])
+def test_a_field_tournament_seats_the_first_agent_once_per_game_in_every_seat(players):
+    tasks = tasks_for(
+        Config(["expert", "greedy", "random"], games=2 * players, players=players, field=True)
+    )
+    assert {t.pair for t in tasks} == {0, 1}  # expert with each field; no greedy-random pair
+    for pair in (0, 1):
+        for deal in (0, 1):
+            seatings = [t.seats for t in tasks if t.pair == pair and t.deal == deal]
+            assert seatings == field_seatings(players)
+            for seat in range(players):
+                assert [s[seat] for s in seatings].count(0) == 1
+                assert sum(s.count(0) for s in seatings) == players  # one seat a game
+
+
+def test_a_field_tournament_reports_the_single_seats_win_share(tmp_path, capsys):
+    """Random alone against two experts wins (almost) nothing and ExpertAgent alone against two
+    random players (almost) everything: a field summary that counted the field's seats for the
+    first agent, or scored a two-player rate, would report neither."""
+    common = {"games": 6, "players": 3, "workers": 1, "field": True, "out": str(tmp_path)}
+    weak = run(Config(["random", "expert"], **common), progress=False)
+    strong = run(Config(["expert", "random"], **common), progress=False)
+    (w,), (s,) = weak["pairs"], strong["pairs"]
+    assert w["games"] == s["games"] == 6 and weak["elo"] == []
+    assert w["wins_a"] == 0 and w["wins_b"] == 6 and w["share_over_fair"] == 0.0
+    assert s["wins_a"] == 6 and s["fair_share"] == pytest.approx(1 / 3)
+    assert s["share_over_fair"] == pytest.approx(3.0) and s["win_rate_a_ci95"][0] > 1 / 3
+    assert (
+        main(
+            [
+                "expert",
+                "random",
+                "--field",
+                "--players",
+                "3",
+                "--games",
+                "3",
+                "--workers",
+                "1",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "expert vs field of random" in out and "33.3%" in out and "Elo" not in out
+    assert (
+        (tmp_path / "pairs.csv").read_text().splitlines()[0].endswith("fair_share,share_over_fair")
+    )
 
 
 @pytest.mark.parametrize(

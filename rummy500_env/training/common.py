@@ -412,9 +412,10 @@ class RunFolder:
         self, actor: nn.Module, timesteps: int, games: int, final: bool = False
     ) -> dict[str, Any]:
         """Export the learner to ``eval_policy.pt`` and play `games` duplicate-deal games to the
-        target against each of `eval_bots`; the win rates go to TensorBoard and
-        ``evaluations.csv``. Returns the results by bot (games, wins, win rate with its
-        interval, mean final margin with its interval)."""
+        target against a field of each of `eval_bots` (`tournament.Config.field`: at two
+        players, one against one); the win rates go to TensorBoard and ``evaluations.csv``.
+        Returns the results by bot (games, wins, win rate with its interval, mean final margin
+        with its interval)."""
         args = self.args
         path = self.path / "eval_policy.pt"
         export_policy(actor, args, path, timesteps)
@@ -425,6 +426,7 @@ class RunFolder:
             episode="game",
             seed=args.seed + 1,
             out=str(self.path / "evaluate"),
+            field=True,
             **args.evaluation_backend(final),
         )
         summary = run(cfg, progress=False)

@@ -60,6 +60,12 @@ def parse_args(argv: list[str] | None = None) -> Config:
     )
     ap.add_argument("--players", type=int, default=None, help="override the preset's players")
     ap.add_argument("--episode", default="game", help="game (to the target) or hand")
+    ap.add_argument(
+        "--field",
+        action="store_true",
+        help="one against the field: the first AGENT in one seat, each other AGENT in turn in "
+        "every other seat; reports its win share beside the fair share",
+    )
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="runs/evaluate", help="folder for JSON, CSV and PNG")
@@ -107,6 +113,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
         ray=a.ray,
         address=a.address,
         record=a.record,
+        field=a.field,
     )
     cfg.game_rules()  # a RulesError now, not in a worker
     return cfg

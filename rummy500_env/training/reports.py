@@ -26,10 +26,37 @@ PAIR_COLUMNS = (
     "margin_ci_low",
     "margin_ci_high",
 )
-"""The header of ``pairs.csv``."""
+"""The header of ``pairs.csv`` (a field tournament adds `FIELD_COLUMNS`)."""
+FIELD_COLUMNS = ("fair_share", "share_over_fair")
+
+
+def print_field_table(summary: dict[str, Any]) -> None:
+    """A field tournament: the first agent's win share against each field, beside the fair
+    share, and its mean final margin over the field's mean."""
+    players = len(summary["games"][0]["seats"]) if summary["games"] else 0
+    print(
+        f"\n{'A':>16} vs field of {'B':<12} {'games':>6} {'A wins':>7} "
+        f"{'A win share (95% CI)':>23} {'fair':>6} {'x fair':>7} "
+        f"{'mean final margin A-field (95% CI)':>36}"
+    )
+    for row in summary["pairs"]:
+        lo, hi = row["win_rate_a_ci95"]
+        mlo, mhi = row["margin_a_ci95"]
+        print(
+            f"{row['a']:>16} vs field of {row['b']:<12} {row['games']:>6} {row['wins_a']:>7} "
+            f"{row['win_rate_a']:>8.1%} ({lo:.1%}-{hi:.1%}) {row['fair_share']:>6.1%} "
+            f"{row['share_over_fair']:>7.2f} {row['margin_a']:>16.1f} ({mlo:.1f} to {mhi:.1f})"
+        )
+    print(
+        f"\n{players} players: A in one seat (each seat once per deal), B in the others; the "
+        "lower end of A's interval above the fair share means A beats the field."
+    )
 
 
 def print_table(summary: dict[str, Any]) -> None:
+    if summary["config"].get("field"):
+        print_field_table(summary)
+        return
     ep = summary["config"]["episode"]
     margin_name = "mean hand margin" if ep == "hand" else "mean final margin"
     print(
@@ -55,10 +82,12 @@ def write_outputs(summary: dict[str, Any], out: Path) -> None:
     """``results.json`` (the whole summary), ``pairs.csv`` and ``ratings.png`` in `out`."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(summary, indent=1))
+    field = bool(summary["config"].get("field"))
     with open(out / "pairs.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(PAIR_COLUMNS)
+        w.writerow(PAIR_COLUMNS + FIELD_COLUMNS if field else PAIR_COLUMNS)
         for r in summary["pairs"]:
+            extra = [f"{r['fair_share']:.4f}", f"{r['share_over_fair']:.3f}"] if field else []
             w.writerow(
                 [
                     r["a"],
@@ -75,9 +104,38 @@ def write_outputs(summary: dict[str, Any], out: Path) -> None:
                     f"{r['margin_a']:.2f}",
                     f"{r['margin_a_ci95'][0]:.2f}",
                     f"{r['margin_a_ci95'][1]:.2f}",
+                    *extra,
                 ]
             )
-    plot_ratings(summary, out / "ratings.png")
+    if field:
+        plot_field(summary, out / "ratings.png")
+    else:
+        plot_ratings(summary, out / "ratings.png")
+
+
+def plot_field(summary: dict[str, Any], path: Path) -> None:
+    """A field tournament: the first agent's win share against each field with its interval,
+    and the fair share."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = summary["pairs"]
+    share = [r["win_rate_a"] for r in rows]
+    err = [
+        [s - r["win_rate_a_ci95"][0] for s, r in zip(share, rows, strict=True)],
+        [r["win_rate_a_ci95"][1] - s for s, r in zip(share, rows, strict=True)],
+    ]
+    fig, ax = plt.subplots(figsize=(6, 1.5 + 0.6 * len(rows)))
+    ax.barh([f"field of {r['b']}" for r in rows], share, xerr=err, color="tab:blue")
+    ax.axvline(rows[0]["fair_share"], color="grey", ls="--", label="fair share")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(f"win share of {rows[0]['a']} (95% CI)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def plot_ratings(summary: dict[str, Any], path: Path) -> None:

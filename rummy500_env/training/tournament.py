@@ -2,9 +2,11 @@
 or as Ray tasks, and their summary (the table and the Elo ratings).
 
 Every pair of agents plays the same deals from every seat (`seatings`), so the luck of the deal
-and of the seat cancels. Every game's seeds come from its deal and seating, never from where it
-runs, so one seed gives the same records on one process, a pool or a Ray cluster. Used by the
-``training.evaluate`` command and by training's evaluations.
+and of the seat cancels. In a *field* tournament (`Config.field`) the first agent plays one seat
+against a table filled by each other agent in turn (`field_seatings`), the measure of a
+policy made for three or four players. Every game's seeds come from its deal and seating,
+never from where it runs, so one seed gives the same records on one process, a pool or a Ray
+cluster. Used by the ``training.evaluate`` command and by training's evaluations.
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ class Config:
     """With `ray`: the cluster to join; None starts a local Ray instance of `workers` CPUs."""
     record: str | None = None
     """A folder to write one game record per game into (`rummy500_env.engine.records`), or None."""
+    field: bool = False
+    """One against the field: the first agent in one seat, the other agent of the pair in every
+    other seat; the pairs are the first agent with each other one (`pairs_of`)."""
 
     def game_rules(self) -> Rules:
         return Rules.parse(self.rules, players=self.players)
@@ -93,7 +98,7 @@ def play_task(work: Work) -> GameRecord:
         name = f"pair{task.pair}-deal{task.deal}-seating{task.rotation}.json"
         r.record.save(Path(cfg.record or ".") / name)
     n = rules.players
-    per_agent: list[list[float]] = [[], []]
+    per_agent: list[list[float]] = [[], []]  # a field's seats pooled
     for scores in r.hand_scores:
         for s in range(n):
             per_agent[task.seats[s]].append(scores[s])
@@ -136,13 +141,28 @@ def seatings(n: int) -> list[list[int]]:
     return out
 
 
+def field_seatings(n: int) -> list[list[int]]:
+    """The seatings of one deal in a field tournament: agent 0 in each seat once, agent 1 (the
+    field) in all the others."""
+    return [[0 if s == seat else 1 for s in range(n)] for seat in range(n)]
+
+
+def pairs_of(cfg: Config) -> list[tuple[int, int]]:
+    """The pairs of agents (indices into `cfg.specs`) that meet: every pair, or in a field
+    tournament the first agent with each other one."""
+    if cfg.field:
+        return [(0, j) for j in range(1, len(cfg.specs))]
+    return list(itertools.combinations(range(len(cfg.specs)), 2))
+
+
 def tasks_for(cfg: Config) -> list[Task]:
-    """Every (pair, deal, seating); a deal is played in every seating (see `seatings`)."""
-    patterns = seatings(cfg.game_rules().players)
+    """Every (pair, deal, seating); a deal is played in every seating (see `seatings` and
+    `field_seatings`)."""
+    n = cfg.game_rules().players
+    patterns = field_seatings(n) if cfg.field else seatings(n)
     deals = math.ceil(cfg.games / len(patterns))
     out = []
-    pairs = list(itertools.combinations(range(len(cfg.specs)), 2))
-    for p in range(len(pairs)):
+    for p in range(len(pairs_of(cfg))):
         for d in range(deals):
             for rotation, seats in enumerate(patterns):
                 out.append(Task(p, d, rotation, seats))
@@ -151,9 +171,14 @@ def tasks_for(cfg: Config) -> list[Task]:
 
 def summarize(cfg: Config, records: list[GameRecord]) -> dict[str, Any]:
     """The tournament's summary: per pair, wins with a Wilson interval and the mean margin of
-    a deal with its interval; Elo ratings over all games; the config and every game."""
+    a deal with its interval; Elo ratings over all games; the config and every game.
+
+    In a field tournament a pair's row also holds the fair share (1 / players) and the win
+    share over it, a draw counts as no win, and there are no Elo ratings (a field game is not
+    a game between two players)."""
     labels = labels_of(cfg.specs)
-    pairs = list(itertools.combinations(range(len(cfg.specs)), 2))
+    pairs = pairs_of(cfg)
+    fair = 1 / cfg.game_rules().players
     table = []
     bt: list[tuple[int, int, float]] = []
     for p, (i, j) in enumerate(pairs):
@@ -162,7 +187,7 @@ def summarize(cfg: Config, records: list[GameRecord]) -> dict[str, Any]:
         wins_i = sum(r.winner == 0 for r in recs)
         wins_j = sum(r.winner == 1 for r in recs)
         draws = n - wins_i - wins_j
-        score = wins_i + 0.5 * draws
+        score = wins_i if cfg.field else wins_i + 0.5 * draws
         lo, hi = wilson(score, n)
         by_deal: dict[int, list[float]] = {}
         for r in recs:  # a deal's rotations are one duplicate sample: luck cancels inside it
@@ -185,15 +210,21 @@ def summarize(cfg: Config, records: list[GameRecord]) -> dict[str, Any]:
                 "truncated": sum(r.truncated for r in recs),
             }
         )
+        if cfg.field:
+            table[-1] |= {"fair_share": fair, "share_over_fair": score / n / fair if n else 0.0}
+            continue
         bt += [(i, j, 1.0 if r.winner == 0 else 0.0 if r.winner == 1 else 0.5) for r in recs]
-    ratings, half = elo(len(labels), bt)
+    ratings: list[dict[str, Any]] = []
+    if not cfg.field:
+        value, half = elo(len(labels), bt)
+        ratings = [
+            {"agent": labels[k], "elo": float(value[k]), "ci95": float(half[k])}
+            for k in range(len(labels))
+        ]
     return {
         "config": asdict(cfg),
         "pairs": table,
-        "elo": [
-            {"agent": labels[k], "elo": float(ratings[k]), "ci95": float(half[k])}
-            for k in range(len(labels))
-        ],
+        "elo": ratings,
         "games": [asdict(r) for r in records],
     }
 
@@ -223,7 +254,7 @@ def one_torch_thread() -> None:
 def run(cfg: Config, progress: bool = True) -> dict[str, Any]:
     """Play the tournament and return its summary (also used by training)."""
     tasks = tasks_for(cfg)
-    pairs = list(itertools.combinations(range(len(cfg.specs)), 2))
+    pairs = pairs_of(cfg)
     work = [(cfg, [cfg.specs[pairs[t.pair][0]], cfg.specs[pairs[t.pair][1]]], t) for t in tasks]
     records: list[GameRecord] = []
     bar = _progress(len(work), progress)
