@@ -52,10 +52,16 @@ TESTS = [
     "tests/test_reference_model.py",
     "tests/test_seat_view.py",
     "tests/test_reference_mutants.py",
+    "tests/test_illegal_messages.py",
 ]
 """The rules tests, the reference properties and the engine's information-state tests: the
 suite whose strength is measured (no RL, browser or training tests: they cost minutes)."""
-OURS = ["tests/reference", "tests/test_reference*.py", "tests/conftest.py"]
+OURS = [
+    "tests/reference",
+    "tests/test_reference*.py",
+    "tests/test_illegal_messages.py",
+    "tests/conftest.py",
+]
 """The tests a `--rerun` takes from HEAD: the reference and the tests written for survivors."""
 IMPORT_TIME = ("melds.x__templates__", "melds.x__set_joker_places__")
 """Functions the engine calls once, at import, to build its tables: mutmut's default (fork
