@@ -105,8 +105,34 @@ def test_a_format_1_file_is_refused_with_the_upgrade_command_and_upgrades_to_the
 
 
 def test_a_policy_for_other_rules_says_so_at_load():
-    with pytest.raises(PolicyLoadError, match=r"other rules:\n  stored: .*\n  current: "):
+    with pytest.raises(PolicyLoadError, match=r"other rules:\n  stored: .*\n  current: ") as e:
         PolicyAgent.load(SHIPPED, rules="nordic")
+    assert str(e.value).endswith("no shipped policy is made for the current rules")
+
+
+def test_a_refusal_names_the_shipped_policies_that_fit_and_model_finds_them(tmp_path):
+    """A policy refused for other rules lists the shipped ones made for the rules asked for;
+    the spec ``model`` is the shipped policy of the table's rules, and a table none fits is
+    refused with the catalogue (each policy with its rules in --rules form)."""
+    from rummy500_env.agents.policy import shipped_for
+    from rummy500_env.agents.registry import make_agent, resolve_spec
+    from rummy500_env.engine.rules import Rules
+
+    nordic = Rules.preset("nordic")
+    made = tmp_path / "nordic.pt"
+    blob = torch.load(SHIPPED, weights_only=True)
+    blob["metadata"] = blob["metadata"] | {"rules": nordic.to_dict()}
+    torch.save(blob, made)
+    with pytest.raises(PolicyLoadError, match=r"shipped policies for the current rules: standard$"):
+        PolicyAgent.load(made, rules=Rules())
+    assert shipped_for(Rules()) == "standard" == resolve_spec("model", Rules())
+    assert resolve_spec("expert", nordic) == "expert"
+    agent = make_agent("model", Rules(), seed=0)
+    assert isinstance(agent, PolicyAgent) and Path(str(agent.path)).resolve() == SHIPPED.resolve()
+    with pytest.raises(
+        PolicyLoadError, match=r"rules nordic,players=5; shipped: .*standard \(standard\)"
+    ):
+        make_agent("model", Rules.preset("nordic", players=5), seed=0)
 
 
 @pytest.fixture(scope="module")

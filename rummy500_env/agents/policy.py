@@ -21,7 +21,9 @@ and encodings.
 Shipped policies: the files ``models/rummy500-ppo-<name>.pt`` of the repository travel inside
 the wheel (as ``rummy500_env/models/``) and load by name, ``PolicyAgent.load("standard")``
 (`shipped_policies` lists them; an agent spec takes the name too: ``python -m
-training.evaluate standard greedy``).
+training.evaluate standard greedy``). `shipped_for` finds the one made for a table's rules
+and size (the agent spec ``model``), and a policy refused for other rules names those that
+fit.
 
 Upgrading: a version-1 file is refused with the command that rewrites it in this format, the
 same weights and metadata plus the checksum::
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import pickle
 import re
 import sys
@@ -44,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from rummy500_env.engine.errors import Rummy500Error
-from rummy500_env.engine.rules import Rules
+from rummy500_env.engine.rules import PRESETS, Rules
 from rummy500_env.rl.actions import ENCODING_VERSION, ActionCodec
 from rummy500_env.rl.observation import FEATURE_VERSIONS, OBSERVATION_VERSION, ObservationEncoder
 
@@ -96,6 +99,52 @@ def policy_path(path: str | Path) -> Path:
         f"no policy file at {str(path)!r}, and no shipped policy of that name; shipped: "
         f"{', '.join(shipped) or 'none found'}"
     )
+
+
+def shipped_rules() -> dict[str, Rules]:
+    """Each shipped policy's rules, read from its file's metadata (a file that does not read
+    is left out: loading it by name says why)."""
+    out: dict[str, Rules] = {}
+    for name, path in shipped_policies().items():
+        try:
+            out[name] = Rules.from_dict(load_policy_file(path)["metadata"]["rules"])
+        except (Rummy500Error, KeyError, TypeError):
+            continue
+    return out
+
+
+def shipped_for(wanted: Rules) -> str:
+    """The name of the shipped policy made for exactly `wanted` (the table size included);
+    `PolicyLoadError` listing what is shipped when none is."""
+    catalogue = shipped_rules()
+    for name, made_for in catalogue.items():
+        if made_for == wanted:
+            return name
+    raise PolicyLoadError(
+        f"no shipped policy is made for the rules {_describe(wanted)}; shipped: "
+        f"{'; '.join(f'{n} ({_describe(r)})' for n, r in catalogue.items()) or 'none found'}. "
+        "Train one with python -m training.ppo --rules ..."
+    )
+
+
+def _fitting(rules: Rules) -> str:
+    """The shipped policies made for `rules`, as a refusal's last line."""
+    fits = [name for name, made_for in shipped_rules().items() if made_for == rules]
+    if fits:
+        return f"\n  shipped policies for the current rules: {', '.join(fits)}"
+    return "\n  no shipped policy is made for the current rules"
+
+
+def _describe(rules: Rules) -> str:
+    """Rules as ``--rules`` takes them: the nearest preset and the fields that differ from it
+    (``standard,players=3``)."""
+    fields = rules.to_dict()
+    best = min(
+        PRESETS, key=lambda p: sum(Rules(**PRESETS[p]).to_dict()[k] != v for k, v in fields.items())
+    )
+    base = Rules(**PRESETS[best]).to_dict()
+    changed = [f"{k}={json.dumps(v)}" for k, v in fields.items() if base[k] != v]
+    return ",".join([best, *changed])
 
 
 def current_encoding(rules: Rules) -> dict[str, Any]:
@@ -329,7 +378,7 @@ class PolicyAgent:
         if rules is not None and Rules.coerce(rules) != stored_rules:
             raise PolicyLoadError(
                 f"{str(path)!r} was trained for other rules:\n  stored:  {stored_rules}\n"
-                f"  current: {Rules.coerce(rules)}"
+                f"  current: {Rules.coerce(rules)}{_fitting(Rules.coerce(rules))}"
             )
         now = current_encoding(stored_rules)
         stored = {k: meta.get("encoding", {}).get(k) for k in now}

@@ -10,7 +10,9 @@ A spec is one of
   ``openspiel`` extra);
 * the path of an exported policy file (``.pt``, see `rummy500_env.agents.policy`);
 * the name of a shipped policy (``standard``: `rummy500_env.agents.policy.shipped_policies`),
-  which the installed wheel carries, so ``training.evaluate standard greedy`` works anywhere.
+  which the installed wheel carries, so ``training.evaluate standard greedy`` works anywhere;
+* ``model``: the shipped policy made for the table's rules and size (``standard`` at two
+  players, ``standard-3p`` at three, ...), found when the rules are known (`resolve_spec`).
 
 Every command line and config that names a bot (``python -m rummy500_env``,
 ``training.evaluate``, ``training.ppo``) checks it with `check_spec` before any game starts, so
@@ -40,7 +42,8 @@ ALLOWED = (
     "of milliseconds a decision), search:200 (any positive whole number of sampled worlds a "
     "decision), ismcts or ismcts:100 (OpenSpiel's IS-MCTS, any positive whole number of "
     "simulations a decision; the openspiel extra), the path of an exported policy file (.pt), "
-    "or a shipped policy by name (standard)"
+    "a shipped policy by name (standard), or model (the shipped policy made for the table's "
+    "rules)"
 )
 """What a spec may be, in the words every error about one uses."""
 ISMCTS_SIMULATIONS = 100
@@ -58,7 +61,8 @@ class AgentSpec:
 
     kind: str
     """One of `BOTS`, ``"ismcts"`` (OpenSpiel's IS-MCTS), ``"policy"`` for an exported policy
-    file, or ``"shipped"`` for a shipped policy named by its name (the spec stays the name,
+    file, ``"model"`` for the shipped policy of the table's rules (`resolve_spec`), or
+    ``"shipped"`` for a shipped policy named by its name (the spec stays the name,
     which loads wherever it runs)."""
     ms: int | None = None
     """Search: milliseconds a decision."""
@@ -75,7 +79,7 @@ def parse_spec(spec: str) -> AgentSpec:
     if not isinstance(spec, str):
         raise AgentSpecError(f"an agent spec must be a string, got {spec!r}; use {ALLOWED}")
     name, colon, budget = spec.partition(":")
-    if name in ("random", "greedy", "expert") and not colon:
+    if name in ("random", "greedy", "expert", "model") and not colon:
         return AgentSpec(name)
     if name == "search":
         if not colon:
@@ -130,13 +134,24 @@ def check_spec(spec: str) -> str:
     return spec
 
 
+def resolve_spec(spec: str, rules: Rules) -> str:
+    """The spec with ``model`` replaced by the name of the shipped policy made for `rules`
+    (`PolicyLoadError` listing what is shipped when none is); any other spec unchanged.
+    Commands resolve their specs so before a game starts, and show the name."""
+    if parse_spec(spec).kind != "model":
+        return spec
+    from rummy500_env.agents.policy import shipped_for  # reads the files' metadata: torch
+
+    return shipped_for(rules)
+
+
 def make_agent(spec: str, rules: Rules, seed: int) -> Agent:
     """The agent a spec names, for `rules`, seeded with `seed` where it draws at random.
 
     A policy file is loaded for `rules` and refused (`PolicyLoadError`) if it was trained for
     other rules.
     """
-    s = parse_spec(spec)
+    s = parse_spec(resolve_spec(spec, rules))
     if s.kind == "random":
         return RandomAgent(seed)
     if s.kind == "greedy":

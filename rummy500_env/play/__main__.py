@@ -27,7 +27,7 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
-from rummy500_env.agents.registry import ALLOWED, parse_spec
+from rummy500_env.agents.registry import ALLOWED, parse_spec, resolve_spec
 from rummy500_env.engine.errors import RulesError, Rummy500Error
 from rummy500_env.engine.rules import PRESETS, Rules
 
@@ -158,7 +158,7 @@ def _play_app(args: argparse.Namespace, token: str | None) -> tuple[Any, str]:
     from rummy500_env.play.table import Setup
 
     rules = page_rules(args.rules, args.players)
-    spec = args.opponent
+    spec = resolve_spec(args.opponent, rules)  # "model": the shipped policy for these rules
     if parse_spec(spec).kind == "policy":
         spec = str(Path(spec).resolve())  # saved games name the file wherever the server runs
     data_dir = args.data_dir or default_data_dir()

@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from rummy500_env.agents.registry import check_spec
+from rummy500_env.agents.registry import check_spec, resolve_spec
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import PRESETS
 from rummy500_env.training.reports import print_table, write_outputs
@@ -115,7 +115,8 @@ def parse_args(argv: list[str] | None = None) -> Config:
         record=a.record,
         field=a.field,
     )
-    cfg.game_rules()  # a RulesError now, not in a worker
+    rules = cfg.game_rules()  # a RulesError now, not in a worker
+    cfg.specs = [resolve_spec(s, rules) for s in cfg.specs]  # "model": the shipped policy's name
     return cfg
 
 
