@@ -5,7 +5,9 @@ everywhere. The rest needs the ``rllib`` extra and is skipped without it (the te
 does not install Ray): one local Ray instance serves a short training run (a remote env
 runner, so the env factory and the modules really cross process boundaries), its export
 loaded by `PolicyAgent` with torch alone and played, a resume, the snapshot copy, and
-``training.evaluate --ray`` against the local pool.
+``training.evaluate --ray`` against the local pool; for the card network (`CardActorCritic`)
+its one-pass values, a short run's export (the learner's weights, as `training.ppo`'s file
+holds them) and the refusal to resume a run of another network.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -67,11 +70,42 @@ def test_packaged_config_is_valid_and_flags_override_it():
         (["--rules", "martian"], "rules"),
         (["--activation", "sigmoid"], "activation"),
         (["--sample-timeout-s", "0"], "sample_timeout_s"),
+        (["--network", "conv"], "network"),
+        (["--channels", "0"], "channels"),
+        (["--max-grad-norm", "0"], "max_grad_norm"),
     ],
 )
 def test_bad_values_name_the_field(flags, field):
     with pytest.raises(ConfigError, match=field):
         rllib.parse_args(flags)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"network": "cards", "channels": 8, "blocks": 1, "hidden": 16},
+        {"network": "mlp", "net_arch": (32, 16), "activation": "relu"},
+    ],
+)
+def test_network_metadata_is_training_ppos(fields):
+    """The same network fields describe the same network in both trainers' policy files."""
+    from rummy500_env.training import ppo
+
+    assert rllib.Args(**fields).network_spec() == ppo.Args(**fields).network_spec()
+
+
+def test_an_older_runs_config_without_network_resumes_its_mlp(tmp_path):
+    """A run's config.json from before the card network names none: it is the mlp it was,
+    and its checkpoints' counters (no ``network`` either) pass the check; a card network
+    asked of such a run is refused."""
+    (tmp_path / "config.json").write_text(json.dumps({"net_arch": [32, 32]}))
+    (tmp_path / "checkpoints" / "step_0000000400").mkdir(parents=True)
+    args, resuming = rllib.parse_args(["--resume", str(tmp_path)])
+    assert resuming and args.network == "mlp"
+    rllib.check_network({"timesteps": 400}, args, tmp_path)
+    args, _ = rllib.parse_args(["--resume", str(tmp_path), "--network", "cards"])
+    with pytest.raises(ConfigError, match=r"holds network \{'kind': 'mlp'\}.*'kind': 'cards'"):
+        rllib.check_network({"timesteps": 400}, args, tmp_path)
 
 
 def test_unknown_yaml_field_lists_the_known_ones(tmp_path):
@@ -219,6 +253,125 @@ def test_snapshot_copies_the_learner_to_the_env_runners(ray_instance):
         assert state == {"next_snapshot": 1, "snapshots": {"snapshot_0": 200}, "timesteps": 200}
     finally:
         algo.stop()
+
+
+CARDS = ["--network", "cards", "--channels", "8", "--blocks", "1", "--hidden", "16"]
+
+
+def card_module():
+    """The card RLModule as RLlib builds it, and a batch of env observations with their
+    masks (positions of both seats, drawing and discarding)."""
+    import numpy as np
+    import torch
+
+    import rummy500_env
+
+    args = rllib.Args(network="cards", channels=8, blocks=1, hidden=16)
+    env = rummy500_env.raw_env(rules=args.game_rules())
+    module = rllib.CardActorCritic(
+        observation_space=env.observation_space("player_0"),
+        action_space=env.action_space("player_0"),
+        model_config=rllib.module_config(args),
+    )
+    env.reset(seed=4)
+    obs, masks = [], []
+    for _ in range(12):
+        o = env.observe(env.agent_selection)
+        obs.append(o["observation"])
+        masks.append(o["action_mask"])
+        env.step(int(np.flatnonzero(o["action_mask"])[0]))
+    observations = {"observation": np.array(obs), "action_mask": np.array(masks)}
+    return module, {"obs": {k: torch.as_tensor(v) for k, v in observations.items()}}
+
+
+def test_card_module_masks_and_reads_values_off_the_training_pass():
+    """`_forward_train` gives the network's logits with the illegal ones at the lowest float,
+    and its embeddings give `compute_values` the value head's values without another trunk
+    pass (the same values as a whole pass); exploration samples only legal actions."""
+    if rllib.RAY_MISSING is not None:
+        pytest.skip(f"Ray RLlib is not installed (the rllib extra): {rllib.RAY_MISSING}")
+    import torch
+    from ray.rllib.core.columns import Columns
+
+    module, batch = card_module()
+    out = module.forward_train(batch)
+    logits, values = module.net.forward_with_value(batch["obs"]["observation"])
+    legal = batch["obs"]["action_mask"] == 1
+    got = out[Columns.ACTION_DIST_INPUTS]
+    assert torch.equal(got[legal], logits[legal])
+    assert (got[~legal] == torch.finfo(got.dtype).min).all()
+    assert out[Columns.EMBEDDINGS].shape == (len(logits), 16)  # the summary, hidden wide
+    trunk_passes = []
+    hook = module.net.blocks[0].register_forward_hook(lambda *_: trunk_passes.append(1))
+    from_embeddings = module.compute_values(batch, embeddings=out[Columns.EMBEDDINGS])
+    hook.remove()
+    assert trunk_passes == []
+    assert torch.allclose(from_embeddings, values)
+    assert torch.allclose(module.compute_values(batch), values)  # without them: a whole pass
+    explore = module.forward_exploration(batch)[Columns.ACTION_DIST_INPUTS]
+    actions = torch.distributions.Categorical(logits=explore).sample()
+    assert legal.gather(1, actions[:, None]).all()
+
+
+def test_card_run_exports_the_learner_plays_and_refuses_another_network(
+    ray_instance, tmp_path, capsys
+):
+    """A short card-network run: its policy file holds the learner module's weights (the card
+    network with its value head, the keys of `training.ppo`'s file), loads with torch alone
+    and plays a legal game; a snapshot copies it to the env runners; resuming the run as
+    another network is refused, before anything is built and by each checkpoint."""
+    import torch
+
+    from rummy500_env.agents import GreedyAgent
+    from rummy500_env.agents.policy import PolicyAgent
+    from rummy500_env.engine.rules import Rules
+    from rummy500_env.training.arena import play
+    from rummy500_env.training.common import RunFolder
+    from rummy500_env.training.evaluate import main as evaluate_main
+    from rummy500_env.training.ppo import Args as PPOArgs
+    from rummy500_env.training.ppo import new_model
+
+    run = tmp_path / "run"
+    flags = [*TINY, *CARDS, "--num-env-runners", "1", "--run-dir", str(run)]
+    args, _ = rllib.parse_args([*flags, "--total-timesteps", "400"])
+    rllib.start_ray(args)
+    folder = RunFolder(args, resume=False)
+    algo = rllib.build_config(args).build_algo()
+    try:
+        path = rllib.learn(algo, args, folder, False, time.time())  # trains, exports
+        policy = PolicyAgent.load(path)
+        exported = policy.network.state_dict()
+        learner = rllib.learner_weights(algo)
+        assert set(learner) == {f"net.{k}" for k in exported}
+        for key, value in exported.items():
+            assert torch.equal(value, torch.as_tensor(learner[f"net.{key}"])), key
+        state = json.loads((run / "state.json").read_text())
+        slot = rllib.take_snapshot(algo, state, args)
+        frozen = algo.get_module(slot).net.state_dict()  # the copy that samples
+        assert all(torch.equal(frozen[k], exported[k]) for k in exported)
+    finally:
+        algo.stop()
+        folder.writer.close()
+
+    spec = {"kind": "cards", "channels": 8, "blocks": 1, "hidden": 16}
+    assert policy.metadata["network"] == spec and policy.metadata["training"]["trainer"] == "rllib"
+    assert state["network"] == spec and 0 < state["learner_steps"] < state["timesteps"]
+    ppo_actor = new_model(PPOArgs(network="cards", channels=8, blocks=1, hidden=16)).actor
+    assert exported.keys() == ppo_actor.state_dict().keys()
+    result = play([policy, GreedyAgent(Rules.preset("standard"))], "standard", seed=3)
+    assert result.winner in (0, 1, None) and result.hand_scores
+    out = tmp_path / "eval"
+    cli = [str(path), "random", "--games", "2", "--workers", "1", "--out", str(out)]
+    assert evaluate_main(cli) == 0
+
+    capsys.readouterr()
+    assert rllib.main(["--resume", str(run), "--network", "mlp"]) == 2
+    err = capsys.readouterr().err
+    assert "holds network {'kind': 'cards'" in err and "asks for {'kind': 'mlp'" in err
+    assert rllib.main(["--resume", str(run), "--channels", "16"]) == 2
+    assert "'channels': 16" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="holds network"):
+        rllib.restore(None, run / "checkpoints" / state["checkpoint"], rllib.Args())
 
 
 def test_evaluate_on_ray_gives_the_local_pools_results(ray_instance):

@@ -4,7 +4,8 @@ policy file as `training.ppo`.
 Why a second trainer: `training.ppo` plays its games in one process on one machine; RLlib
 spreads the sampling over any number of env runners and the learning over any number of
 learners, on this machine's local Ray instance (the default) or on a Ray cluster
-(``--address``). What it writes is the same kind of file: a policy (the flat ``mlp`` network)
+(``--address``). It trains the same networks (`rummy500_env.agents.networks`: the card network
+``cards`` or the flat ``mlp``, chosen by the same fields) and writes the same file: a policy
 that `PolicyAgent.load` and ``training.evaluate`` take unchanged.
 
 How it is built, on RLlib's new API stack (RLModule, Learner, EnvRunner):
@@ -12,12 +13,18 @@ How it is built, on RLlib's new API stack (RLModule, Learner, EnvRunner):
 * The env is `rummy500_env.raw_env` in RLlib's `PettingZooEnv` (every seat is an agent, a
   turn is several steps of the same agent), made by `make_env`, a module-level function so it
   pickles to every env runner of a cluster.
-* `MaskedActorCritic` is this package's RLModule: an actor (exactly `build_network`'s MLP, so
-  the export copies its weights as they are) and a separate critic, both reading the
-  ``observation`` entry of the env's observation dict; the actor's logits outside
-  ``action_mask`` are set to the lowest float, so no illegal action is ever sampled and PPO's
-  ratios and entropy only see legal ones. RLlib's default encoders refuse a Dict observation,
-  and its action-masking example expects other keys; this module needs neither.
+* Two RLModules of this package, one per network kind, both reading the ``observation``
+  entry of the env's observation dict and setting the logits outside ``action_mask`` to the
+  lowest float, so no illegal action is ever sampled and PPO's ratios and entropy only see
+  legal ones (RLlib's default encoders refuse a Dict observation, and its action-masking
+  example expects other keys; these modules need neither):
+  `CardActorCritic` wraps `CardPolicy` (``network: cards``): the policy and its own value head
+  on the shared trunk, as `training.ppo` trains it. Its training pass returns the trunk's
+  summary as the embeddings, so the value comes from the same pass (no second trunk pass);
+  the env runners' inference-only copies keep the value head (a single linear layer).
+  `MaskedActorCritic` (``network: mlp``): the flat actor and a separate critic of the same
+  widths; the env runners' copies drop the critic.
+  Either way the export copies the actor's weights as they are.
 * Self-play with an opponent pool, as `training.ppo` has: each episode the module ``learner``
   takes one seat at random and every other seat is played by one opponent drawn from the pool
   by weight (`PoolMapping`): a bot (`BotModule` runs any agent spec, ``greedy``, ``expert``, a
@@ -40,7 +47,8 @@ How it is built, on RLlib's new API stack (RLModule, Learner, EnvRunner):
     python -m training.rllib --resume runs/rllib_standard_hand_s0
 
 Env steps (``total_timesteps``, ``snapshot_every`` ...) count every seat's decisions, as RLlib
-counts them; the learner makes about 1/players of them. Needs the ``rllib`` extra
+counts them; the learner makes about 1/players of them (``learner_steps`` in ``state.json``
+counts those, the figure `training.ppo`'s timesteps count). Needs the ``rllib`` extra
 (``pip install torch==2.13.0 -e ".[rllib]"``); this module imports without it, and says so
 when it is used.
 """
@@ -60,12 +68,15 @@ from typing import Any
 import numpy as np
 
 import rummy500_env
-from rummy500_env.agents.policy import build_network, current_encoding
+from rummy500_env.agents import networks
+from rummy500_env.agents.networks import KINDS, CardPolicy
+from rummy500_env.agents.policy import current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import Rules
 from rummy500_env.training import common
 from rummy500_env.training.common import (
+    ConfigError,
     Every,
     RunFolder,
     TrainArgs,
@@ -169,13 +180,32 @@ class Args(TrainArgs):
     """Value loss weight (RLlib's vf_loss_coeff)."""
     kl_coeff: float = 0.2
     """Initial weight of RLlib's adaptive KL penalty (0 turns it off)."""
+    max_grad_norm: float | None = None
+    """Gradient norm clip (RLlib's grad_clip, by global norm); None: no clip."""
+    network: str = "mlp"
+    """Policy network: "cards" (card-structured, see `rummy500_env.agents.networks`) or "mlp".
+    The packaged config says which; "mlp" when a config (an older run's config.json) does not."""
+    channels: int = 32
+    """cards: features per card."""
+    blocks: int = 2
+    """cards: residual blocks."""
+    hidden: int = 128
+    """cards: width of the position summary."""
     net_arch: tuple[int, ...] = (256, 256)
-    """Hidden layer widths of the actor and of the critic (separate networks)."""
+    """mlp: hidden layer widths of the actor and of its separate critic."""
     activation: str = "tanh"
-    """Hidden activation: tanh or relu."""
+    """mlp: hidden activation, tanh or relu."""
 
     def network_spec(self) -> dict[str, Any]:
-        """The ``network`` entry of the exported policy's metadata (the flat ``mlp``)."""
+        """The ``network`` entry of the exported policy's metadata: `training.ppo`'s for the
+        same fields (tested), so both trainers' files describe a network alike."""
+        if self.network == "cards":
+            return {
+                "kind": "cards",
+                "channels": self.channels,
+                "blocks": self.blocks,
+                "hidden": self.hidden,
+            }
         return {"kind": "mlp", "net_arch": list(self.net_arch), "activation": self.activation}
 
     def evaluation_backend(self, final: bool) -> dict[str, Any]:
@@ -196,6 +226,14 @@ class Args(TrainArgs):
             require(self, getattr(self, name) >= 0, name, "use a number >= 0")
         require(self, self.sample_timeout_s > 0, "sample_timeout_s", "use a number of seconds > 0")
         require(self, self.kl_coeff >= 0, "kl_coeff", "use a number >= 0")
+        require(
+            self,
+            self.max_grad_norm is None or self.max_grad_norm > 0,
+            "max_grad_norm",
+            "use a number > 0, or null for no clip",
+        )
+        require_positive_ints(self, "channels", "blocks", "hidden")
+        require(self, self.network in KINDS, "network", f"use one of {KINDS}")
         require(
             self,
             self.batch_size <= self.train_batch_size,
@@ -275,39 +313,100 @@ def make_env(config: dict[str, Any]) -> Any:
     )
 
 
+ACTOR_PREFIX = {"cards": "net.", "mlp": "pi."}
+"""Where each kind's exported network lies in its RLModule's state (`CardActorCritic.net`,
+`MaskedActorCritic.pi`)."""
+
+
+def module_config(args: Args) -> dict[str, Any]:
+    """The learner's (and its frozen copies') model_config: the rules and the network spec."""
+    return {"rules": args.game_rules().to_dict(), "network": args.network_spec()}
+
+
+def masked(logits: Any, mask: Any) -> Any:
+    """`logits` with every action outside `mask` at the lowest float: never sampled, and
+    PPO's ratios and entropy see only the legal ones."""
+    return logits.masked_fill(mask == 0, torch.finfo(logits.dtype).min)
+
+
 if RAY_MISSING is None:
 
-    class MaskedActorCritic(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):  # type: ignore[misc]  # ray is untyped
-        """PPO's actor and critic for the env's observation dict, with the action mask.
+    class CardActorCritic(TorchRLModule, ValueFunctionAPI):  # type: ignore[misc]  # ray is untyped
+        """The card network (`CardPolicy`) with its own value head, as `training.ppo` trains
+        it, for the env's observation dict and its action mask.
 
-        ``pi`` is `build_network`'s actor (the export copies its weights unchanged), ``vf`` a
-        critic of the same widths; model_config: ``{"net_arch": [...], "activation": ...,
-        "features": N}`` (both read the observation's N features, as `PolicyAgent` does).
-        Env runners build it without the critic (inference only).
+        ``net`` is exactly the exported network (the export copies its weights unchanged,
+        value head included, as `training.ppo`'s file holds it). model_config: ``{"rules":
+        <Rules dict>, "network": {"kind": "cards", "channels": ..., "blocks": ...,
+        "hidden": ...}}``. `_forward_train` also returns the trunk's position summary as
+        ``Columns.EMBEDDINGS``, and `compute_values` reads the value off it, so a training pass
+        runs the trunk once for both the logits and the values. The env runners' inference-only
+        copies drop nothing: the value head is one linear layer of ``hidden + 1`` weights.
+        """
+
+        net: CardPolicy
+
+        def setup(self) -> None:
+            cfg = self.model_config
+            net = networks.build_network(Rules.from_dict(cfg["rules"]), dict(cfg["network"]))
+            assert isinstance(net, CardPolicy), cfg["network"]
+            self.net = net
+
+        def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+            obs = batch[Columns.OBS]
+            return {
+                Columns.ACTION_DIST_INPUTS: masked(self.net(obs["observation"]), obs["action_mask"])
+            }
+
+        def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+            obs = batch[Columns.OBS]
+            summaries: list[Any] = []  # the summary layer's output, seen on its way to the heads
+            hook = self.net.summary.register_forward_hook(lambda _m, _i, out: summaries.append(out))
+            try:
+                logits = self.net(obs["observation"])
+            finally:
+                hook.remove()
+            return {
+                Columns.ACTION_DIST_INPUTS: masked(logits, obs["action_mask"]),
+                Columns.EMBEDDINGS: summaries[-1],
+            }
+
+        def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> Any:
+            if embeddings is None:  # e.g. RLlib's advantage estimation: one whole pass
+                return self.net.forward_with_value(batch[Columns.OBS]["observation"])[1]
+            return self.net.value_head(embeddings).squeeze(-1)
+
+    class MaskedActorCritic(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):  # type: ignore[misc]  # ray is untyped
+        """The flat ``mlp`` actor and a separate critic for the env's observation dict, with
+        the action mask.
+
+        ``pi`` is the exported ``mlp`` actor (the export copies its weights unchanged), ``vf``
+        a critic of the same widths; model_config: `module_config`'s (both read the
+        observation's feature part, as `PolicyAgent` does). Env runners build it without the
+        critic (inference only).
         """
 
         def setup(self) -> None:
-            size = int(self.model_config["features"])
-            arch = list(self.model_config["net_arch"])
-            act = str(self.model_config["activation"])
-            self.pi = build_network(size, arch, int(self.action_space.n), act)
-            self.vf = build_network(size, arch, 1, act)
+            cfg = self.model_config
+            rules, spec = Rules.from_dict(cfg["rules"]), dict(cfg["network"])
+            self.pi = networks.build_network(rules, spec)
+            size = int(current_encoding(rules)["observation_size"])
+            self.vf = networks.mlp(size, list(spec["net_arch"]), 1, str(spec["activation"]))
 
         def get_non_inference_attributes(self) -> list[str]:
             return ["vf"]
 
         def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
             obs = batch[Columns.OBS]
-            logits = self.pi(obs["observation"])
-            illegal = obs["action_mask"] == 0
             return {
-                Columns.ACTION_DIST_INPUTS: logits.masked_fill(
-                    illegal, torch.finfo(logits.dtype).min
-                )
+                Columns.ACTION_DIST_INPUTS: masked(self.pi(obs["observation"]), obs["action_mask"])
             }
 
         def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> Any:
             return self.vf(batch[Columns.OBS]["observation"]).squeeze(-1)
+
+    MODULES = {"cards": CardActorCritic, "mlp": MaskedActorCritic}
+    """The RLModule class of each network kind."""
 
     class BotModule(RLModule):  # type: ignore[misc]  # ray is untyped
         """A fixed opponent: any agent spec (``greedy``, ``expert``, a policy file...) playing
@@ -349,11 +448,7 @@ def build_config(args: Args) -> Any:
     probe = rummy500_env.raw_env(rules=rules)
     obs_space = probe.observation_space(probe.possible_agents[0])
     act_space = probe.action_space(probe.possible_agents[0])
-    model = {
-        "net_arch": list(args.net_arch),
-        "activation": args.activation,
-        "features": probe.encoder.features_size,
-    }
+    module, model = MODULES[args.network], module_config(args)
     pool = opponent_pool(args)
 
     def spec(module: Any, model_config: dict[str, Any]) -> Any:
@@ -364,10 +459,10 @@ def build_config(args: Args) -> Any:
             model_config=model_config,
         )
 
-    specs = {LEARNER: spec(MaskedActorCritic, model)}
+    specs = {LEARNER: spec(module, model)}
     for k, (mid, (bot, _)) in enumerate(pool.items()):
         specs[mid] = (
-            spec(MaskedActorCritic, model)
+            spec(module, model)
             if bot is None
             else spec(BotModule, {"spec": bot, "rules": rules.to_dict(), "seed": args.seed + k})
         )
@@ -403,6 +498,7 @@ def build_config(args: Args) -> Any:
             vf_loss_coeff=args.vf_coef,
             kl_coeff=args.kl_coeff,
             use_kl_loss=args.kl_coeff > 0,
+            grad_clip=args.max_grad_norm,
         )
         .multi_agent(
             policies=set(specs),
@@ -453,16 +549,23 @@ def learner_weights(algo: Any) -> dict[str, Any]:
     return weights
 
 
+def actor_weights(weights: dict[str, Any], args: Args) -> dict[str, Any]:
+    """The exported network's part of a module's state (`ACTOR_PREFIX`), keys as in the
+    module: for ``cards`` all of it (its value head is part of the network), for ``mlp``
+    the actor without the separate critic."""
+    prefix = ACTOR_PREFIX[args.network]
+    return {k: v for k, v in weights.items() if k.startswith(prefix)}
+
+
 def policy_network(weights: dict[str, Any], args: Args) -> Any:
-    """The learner's actor as the torch module `PolicyAgent` loads (`build_network`)."""
+    """The learner's network as the torch module `PolicyAgent` loads
+    (`networks.build_network` of the run's `network_spec`)."""
     import torch
 
-    enc = current_encoding(args.game_rules())
-    net = build_network(
-        enc["observation_size"], list(args.net_arch), enc["action_size"], args.activation
-    )
-    actor = {k.removeprefix("pi."): torch.as_tensor(v) for k, v in weights.items()}
-    net.load_state_dict({k: v for k, v in actor.items() if not k.startswith("vf.")})
+    net = networks.build_network(args.game_rules(), args.network_spec())
+    prefix = ACTOR_PREFIX[args.network]
+    actor = actor_weights(weights, args)
+    net.load_state_dict({k.removeprefix(prefix): torch.as_tensor(v) for k, v in actor.items()})
     return net
 
 
@@ -488,8 +591,9 @@ def take_snapshot(algo: Any, state: dict[str, Any], args: Args) -> str | None:
     algo.learner_group.set_weights({slot: weights})  # where checkpoints read it
     # To the env runners without a weights sequence number: RLlib's own sync numbers the
     # weights by learner update, and a runner that has seen this update's number would keep
-    # its old copy; a state without one is always applied.
-    actor = {"rl_module": {slot: {k: v for k, v in weights.items() if k.startswith("pi.")}}}
+    # its old copy; a state without one is always applied. Their inference-only copies hold
+    # the exported network only (the mlp's critic is dropped there).
+    actor = {"rl_module": {slot: actor_weights(weights, args)}}
     algo.env_runner_group.foreach_env_runner(
         lambda runner: runner.set_state(actor), local_env_runner=True
     )
@@ -544,8 +648,24 @@ def save_checkpoint(algo: Any, run: RunFolder, state: dict[str, Any]) -> Path:
     return run.checkpoints.save(state, write)
 
 
-def restore(algo: Any, path: Path) -> dict[str, Any]:
-    """Restore the algorithm from checkpoint `path` and return the run's counters there. A
+def check_network(state: dict[str, Any], args: Args, where: Path) -> None:
+    """Raise `ConfigError` unless the counters `state` (of a checkpoint, or a run's
+    ``state.json``) were saved by a run of the network `args` asks for. Counters without a
+    ``network`` entry come from before training.rllib trained the card network: an ``mlp``."""
+    wanted = args.network_spec()
+    saved = state.get("network", {"kind": "mlp"})
+    other = saved != wanted if "network" in state else wanted["kind"] != "mlp"
+    if other:
+        raise ConfigError(
+            f"{where} holds network {saved} but the run's config asks for {wanted}: resume "
+            "with the run's own config.json (drop the --network, --channels, --blocks, "
+            "--hidden, --net-arch or --activation given)"
+        )
+
+
+def restore(algo: Any, path: Path, args: Args | None = None) -> dict[str, Any]:
+    """Restore the algorithm from checkpoint `path` and return the run's counters there; a
+    checkpoint of another network than `args` asks for is refused (`check_network`). A
     checkpoint written before checkpoints held their counters resumes when the run's
     ``state.json`` names it (its last one)."""
     own = path / COUNTERS
@@ -555,6 +675,8 @@ def restore(algo: Any, path: Path) -> dict[str, Any]:
         state = json.loads((path.parent.parent / "state.json").read_text())
         if state.get("checkpoint") != path.name:
             raise FileNotFoundError(f"no {COUNTERS} in it, and state.json names another")
+    if args is not None:
+        check_network(state, args, path)
     algo.restore_from_path(str(path.resolve()))
     return state
 
@@ -571,6 +693,8 @@ def iterate(algo: Any, args: Args, run: RunFolder, state: dict[str, Any]) -> Non
         new = sampled(result)
         state["timesteps"] += new
         state["iterations"] += 1
+        modules = result["env_runners"].get("num_module_steps_sampled", {})
+        state["learner_steps"] = state.get("learner_steps", 0) + int(modules.get(LEARNER, 0))
         steps = state["timesteps"]
         for tag, value in scalars(result).items():
             run.writer.add_scalar(tag, value, steps)
@@ -578,7 +702,7 @@ def iterate(algo: Any, args: Args, run: RunFolder, state: dict[str, Any]) -> Non
         shown = f"{returns[LEARNER]:+.3f}" if LEARNER in returns else "n/a"
         print(
             f"iteration {state['iterations']}: {steps} env steps ({new / (time.time() - t):.0f}"
-            f"/s), learner mean episode return {shown}",
+            f"/s), {state['learner_steps']} learner steps, learner mean episode return {shown}",
             flush=True,
         )
         if snapshot.due(steps):  # first, so that a checkpoint holds it
@@ -592,11 +716,13 @@ def iterate(algo: Any, args: Args, run: RunFolder, state: dict[str, Any]) -> Non
 def learn(algo: Any, args: Args, run: RunFolder, resume: bool, began: float) -> Path:
     """Restore or start, train, checkpoint, then the final evaluation and export."""
     if resume:
-        state = run.checkpoints.load(lambda path: restore(algo, path))
+        state = run.checkpoints.load(lambda path: restore(algo, path, args))
         print(f"resumed from {state['checkpoint']} at {state['timesteps']} env steps")
+        state["network"] = args.network_spec()  # a checkpoint from before it had none: mlp
     else:
         state = {"timesteps": 0, "iterations": 0, "checkpoint": None, "next_snapshot": 0}
-        state |= {"snapshots": {}, "wall_s": 0.0}
+        state |= {"snapshots": {}, "wall_s": 0.0, "learner_steps": 0}
+        state["network"] = args.network_spec()  # checked on resume (`check_network`)
         take_snapshot(algo, state, args)  # every frozen copy starts as the initial learner
     iterate(algo, args, run, state)
     state["wall_s"] = state.get("wall_s", 0.0) + time.time() - began
@@ -613,6 +739,9 @@ def train(args: Args, resume: bool = False) -> Path:
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     began = time.time()
+    saved = args.run_path / "state.json"
+    if resume and saved.is_file():  # before the minutes of building the algorithm
+        check_network(json.loads(saved.read_text()), args, saved)
     run = RunFolder(args, resume)
     run.announce()
     owns_ray = not ray.is_initialized()
