@@ -207,3 +207,17 @@ def test_ray_without_ray_is_a_clear_error_before_any_game(monkeypatch, capsys):
     captured = capsys.readouterr()
     assert captured.err.startswith("error: --ray needs Ray") and "Traceback" not in captured.err
     assert "games:" not in captured.err and captured.out == ""
+
+
+def test_games_played_in_this_process_use_one_torch_thread_and_restore_the_count(tmp_path):
+    torch = pytest.importorskip("torch")
+    from rummy500_env.training.tournament import torch_threads
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with torch_threads(1, ["standard", "expert"]):
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

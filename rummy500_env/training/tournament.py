@@ -11,18 +11,21 @@ cluster. Used by the ``training.evaluate`` command and by training's evaluations
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import multiprocessing as mp
 import os
+import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rummy500_env.agents.registry import make_agent
+from rummy500_env.agents.registry import make_agent, parse_spec
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import Rules
 from rummy500_env.training.arena import play
@@ -251,6 +254,27 @@ def one_torch_thread() -> None:
     torch.set_num_threads(1)
 
 
+@contextlib.contextmanager
+def torch_threads(n: int, specs: list[str]) -> Iterator[None]:
+    """Torch on `n` threads inside the block (if `specs` name a policy), as before after it. Games
+    played in this process ask a policy for one decision at a time, which more threads only
+    slow: three-player games of the card network against ExpertAgent on this 2-core machine,
+    loaded by two other jobs, took 1.1 s each on one thread and over 15 s each on two (60 did
+    not finish in 900 s)."""
+    policy = any(parse_spec(spec).kind in ("policy", "shipped") for spec in specs)
+    if "torch" not in sys.modules and not policy:  # a tournament of bots: no torch at all
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def run(cfg: Config, progress: bool = True) -> dict[str, Any]:
     """Play the tournament and return its summary (also used by training)."""
     tasks = tasks_for(cfg)
@@ -268,9 +292,10 @@ def run(cfg: Config, progress: bool = True) -> dict[str, Any]:
                 records.append(rec)
                 bar.update(1)
     else:
-        for w in work:
-            records.append(play_task(w))
-            bar.update(1)
+        with torch_threads(1, cfg.specs):
+            for w in work:
+                records.append(play_task(w))
+                bar.update(1)
     bar.close()
     records.sort(key=lambda r: (r.pair, r.deal, r.rotation))
     return summarize(cfg, records)
