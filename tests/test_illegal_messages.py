@@ -287,6 +287,13 @@ CASES = [
         id="dig-two-cards",
     ),
     pytest.param(
+        {"rules": {"decks": 2}, "hands": ["9S 9H 5C", "2S"], "pile": "4H 9D KC"},
+        Action("dig", (C("9D"),), copy=3),
+        "a dig names one buried card, e.g. 'dig 9D' or 'dig 9D#2'",
+        "player 0 to draw; hand 5C 9H 9S; pile top KC",
+        id="dig-copy-3",
+    ),
+    pytest.param(
         {"hands": ["9S 5C", "2S"], "pile": "4H 9D KC"},
         "dig 4H",
         (
@@ -355,6 +362,38 @@ CASES = [
             "discard"
         ),
         id="call-absent-copy-2",
+    ),
+    pytest.param(
+        {
+            "rules": {"rummy_calls": True, "decks": 2},
+            "hands": ["9S 9H 5C", "2S 3S"],
+            "pile": "KC 9D",
+            "phase": "call",
+            "discarder": 1,
+        },
+        Action("call", (C("9D"),), copy=3),
+        "a call names one pile card, e.g. 'call 9D' or 'call 9D#2'",
+        (
+            "player 0 to call or pass; hand 5C 9H 9S; pile top 9D; call window after player 1's "
+            "discard"
+        ),
+        id="call-copy-3",
+    ),
+    pytest.param(
+        {
+            "rules": {"rummy_calls": True, "jokers": 2, "decks": 2},
+            "hands": ["9S 9H 5C", "2S 3S"],
+            "pile": "KC JK",
+            "phase": "call",
+            "discarder": 1,
+        },
+        Action("call", (JOKER,), copy=3),
+        "JK#3 is not in the pile; pile: KC JK",
+        (
+            "player 0 to call or pass; hand 5C 9H 9S; pile top JK; call window after player 1's "
+            "discard"
+        ),
+        id="call-joker-copy-3",
     ),
     pytest.param(
         {

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
 import random
 
 import pytest
 
-from rummy500_env import Action, Game, IllegalActionError, Rules
-from rummy500_env.engine.cards import parse_card
+from rummy500_env import Action, Game, IllegalActionError, InvalidPositionError, Rules
+from rummy500_env.engine.cards import JOKER, card_str, parse_card
 from tests.helpers import game, play
 
 
@@ -198,3 +201,147 @@ def test_a_hand_with_all_four_of_a_rank_lists_each_three_card_set_once():
     g = game(hands=["9C 9D 9H 9S 2C", "2S 3S"], pile="KD", phase="play")
     melds = [str(a) for a in g.legal_actions() if a.kind == "meld"]
     assert melds == ["meld 9C 9D 9H", "meld 9C 9D 9S", "meld 9C 9H 9S", "meld 9D 9H 9S"]
+
+
+# --- survivors of the full mutation run (docs/testing.md "Figures") ------------------------------
+
+
+def test_a_game_and_its_hand_result_pickle_and_copy_to_equal_independent_objects():
+    """Pickling goes through `Game.__reduce__` and `_unpickle` (every slot restored, the same
+    rules and seed) and `HandResult.__reduce__` (mutants: a field, the rules or the seed lost,
+    the fields set on the wrong object; tests/test_compiled.py runs this on the compiled build)."""
+    g = Game.new({"jokers": 2}, seed=5)
+    g.apply(g.legal_actions()[0])
+    assert copy.copy(g) == g  # shallow: it shares the lists (`Game.copy` copies them)
+    for clone in (pickle.loads(pickle.dumps(g)), copy.deepcopy(g)):
+        assert type(clone) is Game and clone == g and clone is not g
+        assert clone.seed == g.seed and clone.rules == g.rules
+        assert clone.legal_actions() == g.legal_actions()
+        clone.apply(clone.legal_actions()[0])
+        assert clone != g
+    over = game(hands=["5C", "2S 3S"], pile="9D", melds=[("KC KD KH", 0)], phase="play")
+    over.apply("discard 5C")
+    result = over.result()
+    for clone in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result)):
+        assert type(clone) is type(result) and clone == result
+        assert clone.to_dict() == result.to_dict()
+
+
+def test_play_unchecked_given_an_illegal_action_stops_with_a_message_naming_it():
+    """The fast path checks nothing but asserts what it cannot do without (mutants: the
+    assertion messages changed)."""
+    g = game(hands=["9S 9H 5C", "2S"], pile="4H 9D", phase="play")
+    for action, message in [
+        ("pass", "pass outside a call window"),
+        ("done", "done outside a caller's play"),
+        ("meld 5C 9H 9S", "play_unchecked was given a meld that is no meld"),
+    ]:
+        with pytest.raises(AssertionError) as stopped:
+            g.copy().play_unchecked(Action.parse(action))
+        assert str(stopped.value) == message
+    g = game(hands=["9S 9H 5C", "2S"], pile="4H 9D")
+    with pytest.raises(AssertionError) as stopped:
+        g.play_unchecked(Action.parse("dig 9C"))
+    assert str(stopped.value) == "play_unchecked was given a take of a card not in the pile"
+
+
+def test_a_second_joker_drawn_from_the_stock_joins_the_first():
+    """Drawing a joker adds one to the jokers held (mutant: the count set to 1)."""
+    g = game(rules={"jokers": 2}, hands=["9S JK 5C", "2S"], pile="KD")
+    g.set_next_draw(JOKER)
+    g.apply("draw")
+    assert g.hand(0).count(JOKER) == 2 and len(g.hand(0)) == 4
+
+
+def test_jokers_taken_from_the_pile_are_known_each_until_played():
+    """Two jokers taken in one dig are both known; playing one leaves one known (mutants: the
+    known count set to 1 on a take, or lost on a play)."""
+    g = game(rules={"jokers": 2}, hands=["9S 9H 5C", "2S"], pile="4H 9D JK JK", rest=1)
+    g.apply("dig 9D")
+    assert g.known(0).count(JOKER) == 2
+    g.apply("meld 9D 9H 9S")
+    g.apply("layoff JK=9C 0")
+    assert g.known(0).count(JOKER) == 1 and g.hand(0).count(JOKER) == 1
+
+
+def _dealt_in_order(g: Game, order: list[int]) -> None:
+    """`g`'s hand was dealt from `order` as `Game.new` says: one card at a time round the
+    table from the dealer's left, then the pile's first card, then the stock from its top."""
+    n, size = g.rules.players, g.rules.cards_per_hand
+    first = (g.dealer + 1) % n
+    for i in range(n):
+        p = (first + i) % n
+        assert sorted(g.hand(p)) == sorted(order[i : n * size : n])
+    assert g.pile == [order[n * size]]
+    assert g.stock[::-1] == order[n * size + 1 :]  # the stock's top is its last item
+
+
+def test_a_given_deck_is_dealt_in_its_order_and_a_wrong_one_is_refused():
+    """`deck` (OpenSpiel's chance nodes) replaces the shuffle, in `Game.new` and in
+    `next_hand`, and is checked (mutants: the deck ignored, the check inverted or its message
+    lost)."""
+    order = [*range(52)][::-1]
+    g = Game.new("standard", seed=1, deck=order)
+    _dealt_in_order(g, order)
+    assert g.hand(0) != Game.new("standard", seed=1).hand(0)
+    for wrong, got in [(order[:-1], 51), ([*order[:-1], order[0]], 52)]:
+        with pytest.raises(InvalidPositionError) as refused:
+            Game.new("standard", seed=1, deck=wrong)
+        assert refused.value.problems == [
+            f"deck must hold each of the 52 cards in play once, got {got}"
+        ]
+    over = game(hands=["5C", "2S 3S"], pile="9D", melds=[("KC KD KH", 0)], phase="play")
+    over.apply("discard 5C")
+    again = [*range(52)]
+    over.next_hand(again)
+    assert over.dealer == 0
+    _dealt_in_order(over, again)
+
+
+def test_an_unseeded_game_draws_its_seed_from_0_to_2_to_the_63():
+    """Seeds span 0 .. 2**63 - 1, a signed 64-bit int as other tools store them (mutants: the
+    range 2 * 63, 3**63 or 2**64). Over 64 draws the largest is at least 2**62 but for a
+    chance of 2**-64."""
+    seeds = [Game.new("standard").seed for _ in range(64)]
+    assert all(0 <= s < 2**63 for s in seeds) and max(seeds) >= 2**62
+    with pytest.raises(TypeError) as refused:
+        Game.new("standard", seed="7")
+    assert str(refused.value) == "seed must be an int or None, not '7'"
+
+
+def test_a_seat_view_keeps_the_taken_top_card_and_the_hands_played():
+    """(mutants: `taken_top` and `hands_played` left out of the view)."""
+    g = game(hands=["9S KD 5C", "2S"], pile="4H", phase="play", taken_top="KD", hands_played=3)
+    view = g.seat_view(1)
+    assert view.taken_top == parse_card("KD") and view.hands_played == 3
+
+
+def test_from_seat_view_checks_the_position_unless_told_not_to():
+    """A view no real position has (a taken top card in the draw phase) is refused by the
+    check, which `check=False` skips (mutants: the default False, the check always or never
+    made)."""
+    g = game(hands=["9S KD 5C", "2S"], pile="4H")
+    bad = dataclasses.replace(g.seat_view(0), taken_top=parse_card("KD"))
+    with pytest.raises(InvalidPositionError, match="taken_top must be null outside"):
+        Game.from_seat_view(bad, 1)
+    assert Game.from_seat_view(bad, 1, check=False).taken_top == parse_card("KD")
+
+
+def test_lay_off_lays_a_natural_card_unless_told_it_is_a_joker():
+    """`melds.lay_off`'s `joker` defaults to False, as the bots call it (mutant: True)."""
+    from rummy500_env.engine.melds import lay_off, meld_from_cards
+
+    nines = meld_from_cards([parse_card(c) for c in ("9C", "9D", "9H")], (1, 1, 1), 0)
+    assert nines is not None
+    plain, wild = lay_off(nines, parse_card("9S"), 0), lay_off(nines, parse_card("9S"), 0, True)
+    assert plain.jokers == 0 and wild.jokers == 1 << parse_card("9S")
+    assert [card_str(c) for c in plain.cards] == ["9C", "9D", "9H", "9S"]
+
+
+def test_template_index_refuses_four_cards_naming_three():
+    """Four cards, one twice, are no three-card template (mutant: `or` for `and`, which read
+    them as the template of the three distinct ones)."""
+    from rummy500_env.engine.melds import template_index
+
+    cards = [parse_card(c) for c in ("9C", "9C", "9D", "9H")]
+    assert template_index(cards) is None and template_index(cards[1:]) is not None
