@@ -450,6 +450,40 @@ CASES = [
         id="not-held-joker",
     ),
     pytest.param(
+        {"rules": {"decks": 2}, "hands": ["9D 9H 9S 5C", "2S"], "pile": "KD", "phase": "play"},
+        Action("meld", (C("9D"), C("9D"), C("9H"))),
+        "you do not hold 9D 9D 9H; your hand: 5C 9D 9H 9S",
+        "player 0 to play; hand 5C 9D 9H 9S; pile top KD",
+        id="not-held-twice",
+    ),
+    pytest.param(
+        {"rules": {"decks": 2}, "hands": ["9D 9H 9H 5C", "2S"], "pile": "KD", "phase": "play"},
+        Action("meld", (C("9D"), C("9D"), C("9H"), C("9H"))),
+        "you do not hold 9D 9D 9H 9H; your hand: 5C 9D 9H 9H",
+        "player 0 to play; hand 5C 9D 9H 9H; pile top KD",
+        id="not-held-twice-first-of-two",
+    ),
+    pytest.param(
+        {"rules": {"decks": 2}, "hands": ["9D 9D 9H 5C", "2S"], "pile": "KD", "phase": "play"},
+        Action("meld", (C("9D"), C("9D"), C("9H"))),
+        (
+            "9D 9D 9H is not a meld: a set is 3-4 cards of one rank in different suits, a run 3+ "
+            "consecutive cards of one suit, listed low to high (docs/rules.md §1 melds)"
+        ),
+        "player 0 to play; hand 5C 9D 9D 9H; pile top KD",
+        id="held-twice-not-a-meld",
+    ),
+    pytest.param(
+        {"hands": ["8D 9D 10D 5C", "2S"], "pile": "KD", "phase": "play"},
+        Action("meld", (C("10D"), C("9D"), C("8D"))),
+        (
+            "10D 9D 8D is not a meld: a set is 3-4 cards of one rank in different suits, a run 3+ "
+            "consecutive cards of one suit, listed low to high (docs/rules.md §1 melds)"
+        ),
+        "player 0 to play; hand 5C 8D 9D 10D; pile top KD",
+        id="run-listed-high-to-low",
+    ),
+    pytest.param(
         {"hands": ["9S 5C", "2S"], "pile": "KD", "phase": "play"},
         Action("discard", (C("9S"), C("5C"))),
         "discard exactly one card",

@@ -345,3 +345,31 @@ def test_template_index_refuses_four_cards_naming_three():
 
     cards = [parse_card(c) for c in ("9C", "9C", "9D", "9H")]
     assert template_index(cards) is None and template_index(cards[1:]) is not None
+
+
+def test_is_legal_takes_an_action_or_its_text_and_refuses_what_is_neither():
+    """(mutants: an `Action` parsed as text, so never legal; text that is no action legal)."""
+    g = game(hands=["9S 9H 5C", "2S"], pile="4H 9D")
+    assert all(g.is_legal(a) for a in g.legal_actions())
+    assert g.is_legal("draw") and not g.is_legal("knock") and not g.is_legal(7)
+
+
+def test_a_lay_off_leaving_one_card_to_discard_is_legal_under_discard_to_go_out():
+    """Two cards: lay one off, discard the other (mutant: two cards required to be left)."""
+    g = game(
+        rules={"discard_to_go_out": True},
+        hands=["9S 5C", "2S"],
+        pile="KD",
+        melds=[("9C 9D 9H", 1)],
+        phase="play",
+    )
+    assert g.why_illegal(Action.parse("layoff 9S 0")) is None
+    play(g, "layoff 9S 0", "discard 5C")
+    assert g.is_hand_over and g.went_out == 0
+
+
+def test_a_meld_holding_the_owed_card_is_legal_while_the_obligation_is_open():
+    """(mutant: `and` for `or`, refusing every meld while a card is owed)."""
+    g = game(hands=["9D 9H 9S 5C 6C 7C", "2S"], pile="KD", phase="play", must_play="9D")
+    assert g.why_illegal(Action.parse("meld 9D 9H 9S")) is None
+    assert g.is_legal("meld 9D 9H 9S") and not g.is_legal("meld 5C 6C 7C")
