@@ -373,3 +373,32 @@ def test_a_meld_holding_the_owed_card_is_legal_while_the_obligation_is_open():
     g = game(hands=["9D 9H 9S 5C 6C 7C", "2S"], pile="KD", phase="play", must_play="9D")
     assert g.why_illegal(Action.parse("meld 9D 9H 9S")) is None
     assert g.is_legal("meld 9D 9H 9S") and not g.is_legal("meld 5C 6C 7C")
+
+
+def _pair_melds_with_a_joker(a: int, b: int) -> bool:
+    """From docs/rules.md alone: two natural cards and a joker make a three-card meld when
+    they are of one rank (a set), or of one suit at most two ranks apart, the ace low or high
+    (a run; K-A-2 is none)."""
+    (ra, sa), (rb, sb) = divmod(a, 13)[::-1], divmod(b, 13)[::-1]
+    if a == b:
+        return False
+    if ra == rb:
+        return True
+    ords_a = {ra + 1} | ({14} if ra == 0 else set())
+    ords_b = {rb + 1} | ({14} if rb == 0 else set())
+    return sa == sb and any(1 <= abs(x - y) <= 2 for x in ords_a for y in ords_b)
+
+
+def test_has_meld_pair_finds_exactly_the_pairs_a_joker_completes():
+    """Every hand of one or two natural cards, with and without a joker held (mutants: a
+    suit pairing lost, the adjacent ranks missed, one suit's field read as all cards)."""
+    from rummy500_env.engine.cards import JOKER_BIT
+    from rummy500_env.engine.melds import has_meld_pair
+
+    assert not has_meld_pair(0) and not has_meld_pair(JOKER_BIT)
+    for a in range(52):
+        assert not has_meld_pair(1 << a) and not has_meld_pair(1 << a | JOKER_BIT)
+        for b in range(a + 1, 52):
+            want = _pair_melds_with_a_joker(a, b)
+            assert has_meld_pair(1 << a | 1 << b) is want, (card_str(a), card_str(b))
+            assert has_meld_pair(1 << a | 1 << b | JOKER_BIT) is want
