@@ -484,6 +484,16 @@ CASES = [
         id="run-listed-high-to-low",
     ),
     pytest.param(
+        {"hands": ["QH KH 5H 2C", "2S"], "pile": "KD", "phase": "play"},
+        Action("meld", (C("QH"), C("KH"), C("5H"))),
+        (
+            "QH KH 5H is not a meld: a set is 3-4 cards of one rank in different suits, a run 3+ "
+            "consecutive cards of one suit, listed low to high (docs/rules.md §1 melds)"
+        ),
+        "player 0 to play; hand 2C 5H QH KH; pile top KD",
+        id="king-then-no-ace",
+    ),
+    pytest.param(
         {"hands": ["9S 5C", "2S"], "pile": "KD", "phase": "play"},
         Action("discard", (C("9S"), C("5C"))),
         "discard exactly one card",

@@ -402,3 +402,75 @@ def test_has_meld_pair_finds_exactly_the_pairs_a_joker_completes():
             want = _pair_melds_with_a_joker(a, b)
             assert has_meld_pair(1 << a | 1 << b) is want, (card_str(a), card_str(b))
             assert has_meld_pair(1 << a | 1 << b | JOKER_BIT) is want
+
+
+def test_digs_and_calls_are_listed_with_their_depth_below_the_top():
+    """`draw_options` and `call_options` give (depth, card, copy), depth 0 the top card, as
+    the action codec (rl/actions.py) reads them; outside a call window there are no calls
+    (mutants: the depth counted from 0 or 2 below the first, or stuck at 1; calls listed in
+    every phase)."""
+    nine, four = parse_card("9D"), parse_card("4H")
+    g = game(hands=["9S 9H 4S 4C", "2S"], pile="4H 2C 9D KC")
+    assert g.draw_options() == (True, True, [(1, nine, 1), (3, four, 1)], False)
+    rules = Rules(rummy_calls=True).to_dict()
+    calls = game(
+        rules=rules, hands=["9S 9H 5C", "2S 3S"], pile="4H 9C KC 9D", phase="call", discarder=1
+    )
+    assert calls.call_options() == [(0, nine, 1), (2, parse_card("9C"), 1)]
+    assert game(rules=rules, hands=["9S 9H 5C", "2S 3S"], pile="4H 9C KC 9D").call_options() == []
+
+
+def test_a_joker_plays_under_discard_to_go_out_while_a_card_is_left_to_discard():
+    """A joker's start needs four cards in hand and its lay-off two (mutants: one card more
+    required, the hand size lost, or no starts given as None)."""
+    rules = {"discard_to_go_out": True, "jokers": 2}
+    table = [("6C 7C 8C", 1)]
+    four = game(rules=rules, hands=["9H 9S JK 5C", "2S"], pile="KD", melds=table, phase="play")
+    starts, layoffs = four.joker_options()
+    assert len(starts) == 2
+    assert layoffs == [(parse_card("5C"), 0), (parse_card("9C"), 0)]
+    assert {"meld JK=9C 9H 9S", "meld JK=9D 9H 9S", "layoff JK=5C 0"} <= {
+        str(a) for a in four.legal_actions()
+    }
+    two = game(rules=rules, hands=["JK 5D", "2S"], pile="KD", melds=table, phase="play")
+    assert two.joker_options() == ([], [(parse_card("5C"), 0), (parse_card("9C"), 0)])
+    assert [str(a) for a in two.legal_actions()] == [
+        "layoff JK=5C 0",
+        "layoff JK=9C 0",
+        "discard 5D",
+        "discard JK",
+    ]
+
+
+def test_an_owed_joker_is_met_by_any_start_holding_a_joker_and_an_owed_card_by_itself():
+    """docs/rules.md §5: a dug joker is met by any joker going down, in a set or a run; an owed
+    natural card by that card in the start, a joker beside it (mutants in `natural_start`)."""
+    jokers = {"jokers": 2}
+    g = game(
+        rules=jokers,
+        hands=["9H 9S JK JK 7D 8D 2C", "2S"],
+        pile="KD",
+        phase="play",
+        must_play="JK",
+    )
+    for meld in ("meld JK=9D 9H 9S", "meld 7D 8D JK=9D", "meld JK=6D 7D 8D"):
+        assert g.why_illegal(Action.parse(meld)) is None, meld
+    g = game(rules=jokers, hands=["8D 9D JK 2C 3C", "2S"], pile="KD", phase="play", must_play="9D")
+    for meld in ("meld 8D 9D JK=10D", "meld JK=7D 8D 9D"):
+        assert g.why_illegal(Action.parse(meld)) is None, meld
+
+
+def test_melds_built_by_hand_hold_their_documented_fields_and_no_jokers_by_default():
+    """`make_set`, `make_run` and `meld_from_cards` mark no jokers unless told; a set's `suit`
+    is its mask of suits and `lo == hi` its rank (the `Meld` docstring; mutants: the defaults
+    1, `is_run` None, the mask or `hi` left out)."""
+    from rummy500_env.engine.melds import make_run, make_set, meld_from_cards
+
+    nines = tuple(parse_card(c) for c in ("9C", "9D", "9H"))
+    s = make_set(8, nines, (0, 0, 0))
+    assert (s.is_run, s.suit, s.lo, s.hi, s.jokers) == (False, 0b0111, 8, 8, 0)
+    assert s.fits == (parse_card("9S"),)
+    r = make_run(1, 7, 9, (0, 0, 0))
+    assert (r.is_run, r.jokers) == (True, 0)
+    m = meld_from_cards(nines, (0, 0, 0))
+    assert m is not None and m.jokers == 0 and m == s
