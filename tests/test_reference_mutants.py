@@ -474,3 +474,18 @@ def test_melds_built_by_hand_hold_their_documented_fields_and_no_jokers_by_defau
     assert (r.is_run, r.jokers) == (True, 0)
     m = meld_from_cards(nines, (0, 0, 0))
     assert m is not None and m.jokers == 0 and m == s
+
+
+def test_an_obligated_top_card_laid_off_from_a_hand_of_two_leaves_the_discard():
+    """`discard_to_go_out` with `top_card_must_meld`: one card in hand, the top card taken
+    makes two, one laid off, one discarded to go out (mutants: two cards required to be left,
+    or the hand size lost)."""
+    g = game(
+        rules={"discard_to_go_out": True, "top_card_must_meld": True},
+        hands=["5C", "2S 3S"],
+        pile="KD 9S",
+        melds=[("9C 9D 9H", 1)],
+    )
+    assert g.draw_options() == (True, True, [], False)
+    play(g, "take", "layoff 9S 0", "discard 5C")
+    assert g.is_hand_over and g.went_out == 0
