@@ -355,7 +355,8 @@ def test_is_legal_takes_an_action_or_its_text_and_refuses_what_is_neither():
 
 
 def test_a_lay_off_leaving_one_card_to_discard_is_legal_under_discard_to_go_out():
-    """Two cards: lay one off, discard the other (mutant: two cards required to be left)."""
+    """Two cards: lay one off, discard the other (mutants: two cards required to be left, in
+    `why_illegal` or in the legal list)."""
     g = game(
         rules={"discard_to_go_out": True},
         hands=["9S 5C", "2S"],
@@ -364,6 +365,7 @@ def test_a_lay_off_leaving_one_card_to_discard_is_legal_under_discard_to_go_out(
         phase="play",
     )
     assert g.why_illegal(Action.parse("layoff 9S 0")) is None
+    assert "layoff 9S 0" in [str(a) for a in g.legal_actions()]
     play(g, "layoff 9S 0", "discard 5C")
     assert g.is_hand_over and g.went_out == 0
 
