@@ -56,6 +56,7 @@ TINY = [
 def test_packaged_config_is_valid_and_flags_override_it():
     args, resuming = rllib.parse_args(["--num-env-runners", "3", "--opponents.self", "0.5"])
     assert not resuming
+    assert args.network_spec() == {"kind": "cards", "channels": 32, "blocks": 2, "hidden": 128}
     assert args.num_env_runners == 3
     assert args.opponents["self"] == 0.5
     assert args.address is None  # local Ray unless a cluster is named
@@ -65,7 +66,7 @@ def test_packaged_config_is_valid_and_flags_override_it():
     "flags, field",
     [
         (["--num-env-runners", "-1"], "num_env_runners"),
-        (["--batch-size", "5000"], "batch_size"),
+        (["--batch-size", "9000"], "batch_size"),
         (["--opponents.greedy", "-1"], "opponents"),
         (["--rules", "martian"], "rules"),
         (["--activation", "sigmoid"], "activation"),
@@ -189,7 +190,7 @@ def test_trains_exports_resumes_and_the_file_plays_without_ray(ray_instance, tmp
     from rummy500_env.training.evaluate import main as evaluate_main
 
     run = tmp_path / "run"
-    flags = [*TINY, "--num-env-runners", "1", "--run-dir", str(run)]
+    flags = [*TINY, "--network", "mlp", "--num-env-runners", "1", "--run-dir", str(run)]
     assert rllib.main([*flags, "--total-timesteps", "800"]) == 0
 
     state = json.loads((run / "state.json").read_text())
