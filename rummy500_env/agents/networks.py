@@ -171,6 +171,13 @@ class CardPolicy(nn.Module):
         return out[:, : self.max_pile] + self.depth_bias
 
     def forward_with_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action logits, values): the actor and the critic on one trunk pass."""
+        logits, summary = self.logits_and_summary(obs)
+        return logits, self.value_head(summary).squeeze(-1)
+
+    def logits_and_summary(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action logits, the position's summary): a trainer that asks for the values later
+        (RLlib's value function API) reads them off the summary with `value_head`."""
         cards, summary = self._trunk(obs)
         meld_sums = torch.matmul(self.meld_incidence, self.meld_in(cards))  # (B, 100, k)
         melds = self.meld_out(torch.relu(meld_sums)).squeeze(-1) + self.meld_bias
@@ -190,7 +197,7 @@ class CardPolicy(nn.Module):
                 at += hi - lo + 1
         ordered = sorted(self.ranges, key=lambda name: self.ranges[name][0])
         logits = torch.cat([pieces[name] for name in ordered], dim=-1)
-        return logits, self.value_head(summary).squeeze(-1)
+        return logits, summary
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.forward_with_value(obs)[0]

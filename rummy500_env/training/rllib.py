@@ -360,15 +360,10 @@ if RAY_MISSING is None:
 
         def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
             obs = batch[Columns.OBS]
-            summaries: list[Any] = []  # the summary layer's output, seen on its way to the heads
-            hook = self.net.summary.register_forward_hook(lambda _m, _i, out: summaries.append(out))
-            try:
-                logits = self.net(obs["observation"])
-            finally:
-                hook.remove()
+            logits, summary = self.net.logits_and_summary(obs["observation"])
             return {
                 Columns.ACTION_DIST_INPUTS: masked(logits, obs["action_mask"]),
-                Columns.EMBEDDINGS: summaries[-1],
+                Columns.EMBEDDINGS: summary,
             }
 
         def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> Any:
