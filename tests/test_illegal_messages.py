@@ -9,11 +9,12 @@ expected text was read against the rule it names in docs/rules.md.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
-from rummy500_env import Action, Game, IllegalActionError
+from rummy500_env import Action, Game, IllegalActionError, Rules
 from rummy500_env.engine.cards import JOKER
 from rummy500_env.engine.cards import parse_card as C
 from tests.helpers import game
@@ -768,18 +769,44 @@ def test_mid_hand_next_hand_result_and_set_next_draw_are_refused_so():
 
 
 def test_an_action_of_no_known_kind_or_with_a_card_that_is_no_card_is_refused_so():
-    """Built in code (the text notation cannot say either). `apply` is checked only for the
-    unknown kind: with a card id past the joker, formatting the action itself fails."""
+    """Built in code (the text notation cannot say either). A card id that is no card is
+    quoted as the action was built (it once crashed the message, or read -1 as the king of
+    spades)."""
     g = game(hands=["9S", "2S"], pile="KD")
     kinds = "draw, take, dig, decline, meld, layoff, discard, call, pass, done"
     assert g.why_illegal(Action("knock")) == f"unknown action kind 'knock'; kinds are {kinds}"
     with pytest.raises(IllegalActionError) as refused:
         g.apply(Action("knock"))
-    assert str(refused.value).endswith(
-        f" is illegal: unknown action kind 'knock'; kinds are {kinds} "
+    assert str(refused.value) == (
+        f"knock is illegal: unknown action kind 'knock'; kinds are {kinds} "
         "[player 0 to draw; hand 9S; pile top KD]"
     )
     for cards in [(53,), (-1,), ("9S",)]:
-        assert g.why_illegal(Action("discard", cards)) == (  # type: ignore[arg-type]
-            f"cards must be ids 0..52 (52 the joker), got {cards!r}"
-        )
+        why = f"cards must be ids 0..52 (52 the joker), got {cards!r}"
+        for kind in ("discard", "dig"):
+            bad = Action(kind, cards)  # type: ignore[arg-type]
+            assert g.why_illegal(bad) == why
+            with pytest.raises(IllegalActionError) as refused:
+                g.apply(bad)
+            assert str(refused.value) == (
+                f"{bad!r} is illegal: {why} [player 0 to draw; hand 9S; pile top KD]"
+            )
+    with pytest.raises(IllegalActionError, match=r"^dig is illegal: a dig names one buried"):
+        g.apply(Action("dig"))
+
+
+def test_a_dig_of_a_third_copy_names_that_copy():
+    """Two decks with jokers hold up to four jokers: a dig of ``JK#3`` that the pile does not
+    hold says ``JK#3``, as a call does (it once said ``JK``, as if no joker lay there)."""
+    rules = Rules(decks=2, jokers=2)
+    g = game(rules=rules, hands=["9S 9H", "2S"], pile="JK 4C JK 5D 6D")
+    why = g.why_illegal(Action.parse("dig JK#3"))
+    assert why == "JK#3 is not buried in the pile; pile: JK 4C JK 5D 6D"
+
+
+def test_copy_copy_of_a_game_is_independent():
+    g = game(hands=["9S 9H", "2S"], pile="KD")
+    shallow = copy.copy(g)
+    shallow.apply("draw")
+    assert g.phase == "draw" and shallow.phase == "play"
+    assert len(g.stock) == len(shallow.stock) + 1

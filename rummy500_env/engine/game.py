@@ -304,6 +304,10 @@ class Game:
         g._fits_memo, g._result = self._fits_memo, self._result
         return g
 
+    def __copy__(self) -> Game:
+        """``copy.copy(game)`` is `copy`: a shallow copy would share the lists a move changes."""
+        return self.copy()
+
     def __reduce__(self) -> tuple[Callable[..., Game], tuple[Rules, int, dict[str, Any]]]:
         """Pickled by its fields: a compiled `Game` (setup.py) has no ``__dict__``, and its
         class makes no instance without its constructor."""
@@ -800,7 +804,8 @@ class Game:
         depth = pile_depth(self.pile, a)
         if depth is None:
             where = "the top card (use 'take')" if pile[-1] == c else "not buried in the pile"
-            return f"{card_str(c)}{'#2' if a.copy == 2 else ''} is {where}; pile: {cards_str(pile)}"
+            copy = f"#{a.copy}" if a.copy != 1 else ""
+            return f"{card_str(c)}{copy} is {where}; pile: {cards_str(pile)}"
         if self._may_take_down_to(self.turn, depth):
             return None
         return (

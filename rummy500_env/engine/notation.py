@@ -76,14 +76,18 @@ class Action(NamedTuple):
     jokers: int = 0
 
     def __str__(self) -> str:
-        k = self.kind
+        """The notation; an action whose cards are not card ids (a refusal quotes it) reads
+        as its `repr`, never as some other card."""
+        k, cards = self.kind, self.cards
+        if not all(type(c) is int and 0 <= c <= JOKER for c in cards):
+            return repr(self)
         if k in ("draw", "take", "decline", "pass", "done"):
             return k
-        if k in ("dig", "call"):
-            return f"{k} {card_str(self.cards[0])}" + (f"#{self.copy}" if self.copy != 1 else "")
-        if k == "layoff":
-            return f"layoff {place_str(self.cards[0], self.jokers)} {self.target}"
-        return f"{k} " + " ".join(place_str(c, self.jokers) for c in self.cards)
+        if k in ("dig", "call") and len(cards) == 1:
+            return f"{k} {card_str(cards[0])}" + (f"#{self.copy}" if self.copy != 1 else "")
+        if k == "layoff" and len(cards) == 1:
+            return f"layoff {place_str(cards[0], self.jokers)} {self.target}"
+        return " ".join([k, *(place_str(c, self.jokers) for c in cards)])
 
     def __repr__(self) -> str:
         extra = f", jokers={self.jokers}" if self.jokers else ""
