@@ -150,7 +150,8 @@ def test_a_shipped_policy_loads_by_name_and_as_an_agent_spec():
     spec = parse_spec("standard")
     assert spec.kind == "shipped" and Path(spec.path or "").name == "rummy500-ppo-standard.pt"
     assert isinstance(make_agent("standard", Rules.preset("standard"), 0), PolicyAgent)
-    with pytest.raises(PolicyLoadError, match="no shipped policy of that name; shipped: standard"):
+    listed = "no shipped policy of that name; shipped: jokers-calls, standard, standard-3p, "
+    with pytest.raises(PolicyLoadError, match=listed + "standard-4p$"):
         PolicyAgent.load("strongest")
     with pytest.raises(AgentSpecError, match="shipped policy by name"):
         parse_spec("strongest")

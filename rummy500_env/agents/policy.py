@@ -83,7 +83,7 @@ def shipped_policies() -> dict[str, Path]:
     for folder in folders:  # the package's own copy wins
         for f in sorted(folder.glob(f"{SHIPPED_PREFIX}*.pt")):
             found[f.stem.removeprefix(SHIPPED_PREFIX)] = f
-    return found
+    return dict(sorted(found.items()))  # by name ("standard" before "standard-3p")
 
 
 def policy_path(path: str | Path) -> Path:
