@@ -282,7 +282,10 @@ def test_evaluate_accepts_the_exported_policy(trained, tmp_path):
         (["--rules", '{"jokers": 3}'], "jokers=3 is not allowed"),
         (["--resume", "/nonexistent/run"], "no run there"),
         (["--config", "/nonexistent.yaml"], "no config file"),
-        (["--config", "ppo_longer"], "give a packaged config (ppo, ppo_long"),
+        (
+            ["--config", "ppo_longer"],
+            "give a packaged config (ppo, ppo_3p, ppo_4p, ppo_jokers_calls, ppo_long",
+        ),
         (["--vf-coef", "-1"], "vf_coef=-1.0 is not allowed"),  # used to blame ent_coef
         (["--ent-coef", "-1"], "ent_coef=-1.0 is not allowed"),
         (["--eval-bots", "greedy", "search:50s"], "eval_bots=('greedy', 'search:50s')"),

@@ -79,7 +79,8 @@ class Action(NamedTuple):
         """The notation; an action whose cards are not card ids (a refusal quotes it) reads
         as its `repr`, never as some other card."""
         k, cards = self.kind, self.cards
-        if not all(type(c) is int and 0 <= c <= JOKER for c in cards):
+        given: tuple[object, ...] = cards  # as built: compiled, a Card would unbox
+        if not all(type(c) is int and 0 <= c <= JOKER for c in given):
             return repr(self)
         if k in ("draw", "take", "decline", "pass", "done"):
             return k
