@@ -565,3 +565,17 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1))
     tmp.replace(path)
+
+
+def network_spec(args: Any) -> dict[str, Any]:
+    """The ``network`` entry of an exported policy's metadata, from a trainer's network fields
+    (``network``, ``channels``, ``blocks``, ``hidden``; ``net_arch``, ``activation``): one
+    description for `training.ppo`'s and `training.rllib`'s files."""
+    if args.network == "cards":
+        return {
+            "kind": "cards",
+            "channels": args.channels,
+            "blocks": args.blocks,
+            "hidden": args.hidden,
+        }
+    return {"kind": "mlp", "net_arch": list(args.net_arch), "activation": args.activation}

@@ -55,6 +55,7 @@ from rummy500_env.training.common import (
     check_ppo,
     command_line,
     export_policy,
+    network_spec,
     require,
     require_positive_ints,
 )
@@ -124,15 +125,8 @@ class Args(TrainArgs):
         return self.n_steps * self.n_games
 
     def network_spec(self) -> dict[str, Any]:
-        """The ``network`` entry of the exported policy's metadata."""
-        if self.network == "cards":
-            return {
-                "kind": "cards",
-                "channels": self.channels,
-                "blocks": self.blocks,
-                "hidden": self.hidden,
-            }
-        return {"kind": "mlp", "net_arch": list(self.net_arch), "activation": self.activation}
+        """The ``network`` entry of the exported policy's metadata (`common.network_spec`)."""
+        return network_spec(self)
 
     def validate(self) -> None:
         """Raise `ConfigError` for values that cannot train, naming what is allowed."""

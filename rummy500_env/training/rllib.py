@@ -83,6 +83,7 @@ from rummy500_env.training.common import (
     args_of,
     check_ppo,
     command_line,
+    network_spec,
     require,
     require_positive_ints,
     write_json,
@@ -197,16 +198,8 @@ class Args(TrainArgs):
     """mlp: hidden activation, tanh or relu."""
 
     def network_spec(self) -> dict[str, Any]:
-        """The ``network`` entry of the exported policy's metadata: `training.ppo`'s for the
-        same fields (tested), so both trainers' files describe a network alike."""
-        if self.network == "cards":
-            return {
-                "kind": "cards",
-                "channels": self.channels,
-                "blocks": self.blocks,
-                "hidden": self.hidden,
-            }
-        return {"kind": "mlp", "net_arch": list(self.net_arch), "activation": self.activation}
+        """The ``network`` entry of the exported policy's metadata (`common.network_spec`)."""
+        return network_spec(self)
 
     def evaluation_backend(self, final: bool) -> dict[str, Any]:
         """Evaluation games run as Ray tasks on the training's own Ray instance or cluster."""
