@@ -8,7 +8,6 @@ import itertools
 import json
 import random
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,11 +21,10 @@ from rummy500_env.engine.cards import parse_card
 from rummy500_env.rl.actions import ENCODING_VERSION, ActionCodec
 from rummy500_env.rl.observation import OBSERVATION_VERSION, ObservationEncoder
 from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
+from tests.golden.record import SHIPPED_GAMES, SHIPPED_MODEL, SHIPPED_SEATS, shipped_model_game
 from tests.helpers import position, random_positions, reshuffle_hidden
 
 BOTH = {"jokers": 2, "rummy_calls": True}
-SHIPPED = Path(__file__).resolve().parents[1] / "models" / "rummy500-ppo-standard.pt"
-RECORDED = Path(__file__).resolve().parent / "golden" / "shipped_model_games.json"
 
 
 @pytest.fixture(autouse=True)
@@ -57,24 +55,17 @@ def test_standard_encodings_keep_their_sizes_ranges_and_versions(players):
 
 def test_shipped_model_loads_and_plays_the_recorded_games():
     """models/rummy500-ppo-standard.pt against GreedyAgent: seeded hands recorded with the
-    standard encodings (with the MLP model before jokers and calls existed, then again with
-    the card-network model that replaced it): the same action ids and the same scores."""
+    standard encodings (first with the MLP model before jokers and calls existed; re-recorded,
+    `tests/golden/record.py --shipped-model`, each time a new model replaced the shipped one):
+    the same action ids and the same scores."""
     pytest.importorskip("torch")
-    from rummy500_env.agents import GreedyAgent, PolicyAgent
+    from rummy500_env.agents import PolicyAgent
 
-    policy = PolicyAgent.load(SHIPPED)
-    for game in json.loads(RECORDED.read_text()):
-        e = rummy500_env.raw_env(rules="standard", episode="hand")
-        e.reset(seed=game["seed"])
-        greedy, actions = GreedyAgent("standard"), []
-        while not (e.terminations[e.agent_selection] or e.truncations[e.agent_selection]):
-            agent = e.agent_selection
-            obs = e.observe(agent)
-            who = policy if agent == f"player_{game['policy_seat']}" else greedy
-            actions.append(int(who.act(obs["observation"], obs["action_mask"])))
-            e.step(actions[-1])
-        assert actions == game["actions"]
-        assert e.game.hand_scores() == game["hand_scores"]
+    policy = PolicyAgent.load(SHIPPED_MODEL)
+    recorded = json.loads(SHIPPED_GAMES.read_text())
+    assert [(g["seed"], g["policy_seat"]) for g in recorded] == SHIPPED_SEATS
+    for game in recorded:
+        assert shipped_model_game(policy, game["seed"], game["policy_seat"]) == game
 
 
 # --- action ids

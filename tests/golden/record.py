@@ -1,6 +1,7 @@
 """Record (or check) the golden transcripts: seeded games played with seeded random legal actions.
 
-    python tests/golden/record.py          # rewrite tests/golden/games.json, on purpose
+    python tests/golden/record.py                  # rewrite tests/golden/games.json, on purpose
+    python tests/golden/record.py --shipped-model  # rewrite shipped_model_games.json
 
 Each transcript holds, per step, the action taken and short digests of the observation's
 feature part (the layout of observation version 2, unchanged since; the exact part version 3
@@ -8,6 +9,10 @@ appended is checked against the engine's `SeatView` by tests/test_observation_ex
 mask, the rewards, and the hand scores whenever a hand ends; and, for the engine alone, the
 legal actions in notation. `tests/test_golden.py` replays them and compares, so a refactor that
 changes any behaviour of the engine or the env is caught.
+
+`shipped_model_game` plays the shipped standard model against GreedyAgent on seeded hands;
+`tests/test_jokers_calls_env.py` replays those, so the standard encodings stay as the model was
+trained on. Re-record only when the shipped model itself is replaced.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +31,10 @@ from rummy500_env import Game, Rules
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "games.json"
+SHIPPED_GAMES = HERE / "shipped_model_games.json"
+SHIPPED_MODEL = HERE.parents[1] / "models" / "rummy500-ppo-standard.pt"
+SHIPPED_SEATS = [(0, 0), (1, 1), (2, 0)]
+"""(seed, the model's seat) of each recorded hand against GreedyAgent."""
 
 CONFIGS: list[tuple[str, dict[str, Any], str, int]] = [
     ("standard", {}, "game", 1),
@@ -89,6 +99,34 @@ def engine_transcript(preset: str, fields: dict[str, Any], seed: int) -> dict[st
     return {"steps": steps, "final": g.to_dict(), "winner": g.winner}
 
 
+def shipped_model_game(policy: Any, seed: int, policy_seat: int) -> dict[str, Any]:
+    """One seeded hand of `policy` against GreedyAgent: the action ids and the hand scores."""
+    from rummy500_env.agents import GreedyAgent
+
+    env = rummy500_env.raw_env(rules="standard", episode="hand")
+    env.reset(seed=seed)
+    greedy, actions = GreedyAgent("standard"), []
+    while not (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+        agent = env.agent_selection
+        obs = env.observe(agent)
+        who = policy if agent == f"player_{policy_seat}" else greedy
+        actions.append(int(who.act(obs["observation"], obs["action_mask"])))
+        env.step(actions[-1])
+    return {
+        "seed": seed,
+        "policy_seat": policy_seat,
+        "actions": actions,
+        "hand_scores": env.game.hand_scores(),
+    }
+
+
+def record_shipped_model() -> list[dict[str, Any]]:
+    from rummy500_env.agents import PolicyAgent
+
+    policy = PolicyAgent.load(SHIPPED_MODEL)
+    return [shipped_model_game(policy, seed, seat) for seed, seat in SHIPPED_SEATS]
+
+
 def record() -> dict[str, Any]:
     out: dict[str, Any] = {"env": [], "engine": []}
     for preset, fields, episode, seed in CONFIGS:
@@ -99,5 +137,9 @@ def record() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    GOLDEN.write_text(json.dumps(record(), separators=(",", ":")))
-    print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size // 1024} KiB)")
+    if sys.argv[1:] == ["--shipped-model"]:
+        SHIPPED_GAMES.write_text(json.dumps(record_shipped_model()))
+        print(f"wrote {SHIPPED_GAMES}")
+    else:
+        GOLDEN.write_text(json.dumps(record(), separators=(",", ":")))
+        print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size // 1024} KiB)")
