@@ -723,8 +723,7 @@ class Game:
         kind = action.kind
         if kind not in ACTION_KINDS:
             return f"unknown action kind {kind!r}; kinds are {', '.join(ACTION_KINDS)}"
-        given: tuple[object, ...] = action.cards  # as built: compiled, a Card would unbox
-        if any(type(c) is not int or not 0 <= c <= JOKER for c in given):
+        if not action.has_card_ids():
             return f"cards must be ids 0..52 (52 the joker), got {action.cards!r}"
         if not self._plain or action.jokers or JOKER in action.cards or kind in WILD_KINDS:
             return self._why_illegal_wild(action)  # jokers or calls (§5)

@@ -79,8 +79,7 @@ class Action(NamedTuple):
         """The notation; an action whose cards are not card ids (a refusal quotes it) reads
         as its `repr`, never as some other card."""
         k, cards = self.kind, self.cards
-        given: tuple[object, ...] = cards  # as built: compiled, a Card would unbox
-        if not all(type(c) is int and 0 <= c <= JOKER for c in given):
+        if not self.has_card_ids():
             return repr(self)
         if k in ("draw", "take", "decline", "pass", "done"):
             return k
@@ -89,6 +88,12 @@ class Action(NamedTuple):
         if k == "layoff" and len(cards) == 1:
             return f"layoff {place_str(cards[0], self.jokers)} {self.target}"
         return " ".join([k, *(place_str(c, self.jokers) for c in cards)])
+
+    def has_card_ids(self) -> bool:
+        """Whether every entry of `cards` is a card id 0..52 (52 the joker), as built: a
+        caller may have put anything there."""
+        given: tuple[object, ...] = self.cards  # compiled, a Card would unbox (and raise)
+        return all(type(c) is int and 0 <= c <= JOKER for c in given)
 
     def __repr__(self) -> str:
         extra = f", jokers={self.jokers}" if self.jokers else ""
