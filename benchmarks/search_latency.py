@@ -1,6 +1,10 @@
 """SearchAgent decision latency, and the sampled worlds (rollouts) each decision gets.
 
-python benchmarks/search_latency.py [--ms 50] [--hands 10]
+python benchmarks/search_latency.py [--ms 50] [--hands 10] [--same-positions]
+
+`--same-positions` plays ExpertAgent's choice at the search's seat too (the search still
+decides there, timed and counted, but its choice is dropped), so that every build and commit
+searches exactly the same positions: the way to compare worlds per decision between them.
 
 The worlds are counted by wrapping `SearchAgent._evaluate_world` (a world counts when it was
 played out), so the same file measures commits before and after issue 18.
@@ -21,6 +25,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--ms", type=float, default=50.0)
     ap.add_argument("--hands", type=int, default=10)
+    ap.add_argument("--same-positions", action="store_true")
     a = ap.parse_args()
     search, expert = SearchAgent(ms=a.ms, seed=0), ExpertAgent()
     played = [0]
@@ -45,6 +50,8 @@ def main() -> None:
                 action = search.act(o["observation"], o["action_mask"])
                 times.append((time.perf_counter() - t) * 1000)
                 worlds.append(played[0])
+                if a.same_positions:
+                    action = expert.act(o["observation"], o["action_mask"])
             else:
                 action = expert.act(o["observation"], o["action_mask"])
             env.step(action)
@@ -57,7 +64,7 @@ def main() -> None:
     searched = np.array([w for w in worlds if w > 0])
     print(
         f"worlds per searched decision ({searched.size} of {t.size}): median "
-        f"{np.median(searched):.0f}, mean {searched.mean():.1f}"
+        f"{np.median(searched):.0f}, mean {searched.mean():.1f}, total {searched.sum()}"
     )
 
 

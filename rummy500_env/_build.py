@@ -52,7 +52,9 @@ def compiled_sources(package: Path = _PACKAGE) -> dict[str, Path]:
     """The core's sources with a compiled extension beside them, by module name."""
     found = {}
     suffixes = set(importlib.machinery.EXTENSION_SUFFIXES)
-    for folder in ("engine", "rl"):
+    for folder in ("engine", "rl", "agents"):  # setup.py's COMPILED lie in these
+        if not (package / folder).is_dir():
+            continue
         for ext in sorted((package / folder).iterdir()):
             name, dot, suffix = ext.name.partition(".")
             if dot + suffix in suffixes:

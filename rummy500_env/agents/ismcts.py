@@ -25,17 +25,13 @@ import numpy as np
 from open_spiel.python.algorithms import ismcts, mcts
 
 from rummy500_env.agents.bot import Bot
-from rummy500_env.agents.search import _rollout_action
+from rummy500_env.agents.playout import ROLLOUT_CAP, rollout_action
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.melds import hand_values
 from rummy500_env.engine.notation import DRAW, Action
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.seat_view import SeatView
 from rummy500_env.rl.openspiel import Rummy500State, Settings, load
-
-ROLLOUT_CAP = 400
-"""Engine actions a rollout plays at most; one that runs longer is scored where it stands
-(as `SearchAgent`'s)."""
 
 
 class RolloutEvaluator(mcts.Evaluator):
@@ -55,7 +51,7 @@ class RolloutEvaluator(mcts.Evaluator):
         for _ in range(ROLLOUT_CAP):
             if g.is_hand_over:
                 break
-            a = _rollout_action(g, self.rng, self.values)
+            a = rollout_action(g, self.rng, self.values)
             if a == DRAW:
                 g.set_next_draw(self.rng.choice(g.stock_cards))
             g.play_unchecked(a)

@@ -23,14 +23,9 @@ from typing import Any
 
 from rummy500_env.agents.bot import Bot
 from rummy500_env.agents.expert import ExpertAgent
-from rummy500_env.engine.cards import JOKER
+from rummy500_env.agents.playout import play_out
 from rummy500_env.engine.errors import InvalidPositionError
 from rummy500_env.engine.game import Game
-from rummy500_env.engine.melds import (
-    has_meld_pair,
-    starts_a_meld,
-    starts_with_a_joker,
-)
 from rummy500_env.engine.notation import Action, pile_depth
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.seat_view import SeatView
@@ -107,7 +102,7 @@ class SearchAgent(Bot):
         for a in cands:
             g = game.copy()
             g.play_unchecked(a)
-            outcome.append(self._rollout(g, random.Random(seed), view.seat))
+            outcome.append(play_out(g, random.Random(seed), self.values, view.seat))
         return outcome
 
     # --- candidates ------------------------------------------------------------------------
@@ -139,66 +134,9 @@ class SearchAgent(Bot):
         except InvalidPositionError:
             return None
 
-    # --- rollouts ------------------------------------------------------------------------------
-
-    def _rollout(self, g: Game, rng: random.Random, seat: int) -> float:
-        """Finish the hand with fast policies; return `seat`'s score minus the others'
-        mean."""
-        values = self.values
-        for _ in range(400):  # a rollout that runs long is scored where it stands
-            if g.is_hand_over:
-                break
-            g.play_unchecked(_rollout_action(g, rng, values))
-        scores = g.hand_scores()
-        n = len(scores)
-        return scores[seat] - (sum(scores) - scores[seat]) / (n - 1)
-
     def __repr__(self) -> str:
         budget = f"{self.rollouts} worlds" if self.rollouts is not None else f"{self.ms:g} ms"
         return f"SearchAgent({budget})"
-
-
-def _rollout_action(g: Game, rng: random.Random, values: tuple[int, ...]) -> Action:
-    """Greedy rollout policy on the engine: draw, put everything down (natural cards first,
-    then jokers), shed high cards (never a joker while another card can go); in a call
-    window, call the top card when it is offered, else pass."""
-    legal = g.legal_actions()
-    phase = g.phase
-    if phase == "draw":
-        for a in legal:
-            if a.kind == "take" and _completes(g):
-                return a
-        for a in legal:
-            if a.kind in ("draw", "decline"):
-                return a
-        return legal[0]
-    if phase == "call":
-        first = legal[0]
-        return first if first.kind == "call" and first.cards[0] == g.pile[-1] else legal[-1]
-    best = None
-    for a in legal:
-        if a.kind == "meld":
-            return a
-        if a.kind == "layoff" and best is None:
-            best = a
-    if best is not None:
-        return best
-    discards = [a for a in legal if a.kind == "discard" and a.cards[0] != JOKER]
-    if not discards:  # done after a call, or only jokers left
-        return legal[-1]
-    top = max(values[a.cards[0]] for a in discards)
-    return rng.choice([a for a in discards if values[a.cards[0]] == top])
-
-
-def _completes(g: Game) -> bool:
-    """Whether the top discard fits a table meld or makes a three-card meld with the hand
-    (with a joker of the hand, or, the top a joker, with two of its cards)."""
-    top, held = g.pile[-1], g.one[g.turn]
-    if top == JOKER:
-        return any(m.fits for m in g.melds) or has_meld_pair(held)
-    if any(top in m.fits for m in g.melds) or starts_a_meld(top, held):
-        return True
-    return g.jk[g.turn] > 0 and starts_with_a_joker(top, held)
 
 
 def _or_first(depth: int | None) -> int:
