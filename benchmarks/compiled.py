@@ -11,8 +11,10 @@ the peers' own loop): this shared machine's speed swings by a third within an ho
 ratio is the median of the per-run ratios, each run's figures taken minutes apart at most.
 
 `--instructions` also counts instructions with valgrind's callgrind (PYTHONHASHSEED fixed;
-start-up subtracted): 40 seeded random hands through `legal_actions` + `apply`, and 4 seeded
-hands through `raw_env()`, in each build. Counts do not move with the machine's load.
+start-up subtracted): 40 seeded random hands through `legal_actions` + `apply`, 4 seeded
+hands through `raw_env()`, and one seeded hand of `SearchAgent` with 10 worlds a decision
+against ExpertAgent (the same decisions on both builds), in each build. Counts do not move
+with the machine's load. `--runs 0 --instructions` counts only.
 """
 
 from __future__ import annotations
@@ -56,6 +58,16 @@ def work(kind: str, n: int) -> None:
             g = Game.new("standard", seed=seed)
             while not g.is_hand_over:
                 g.apply(rng.choice(g.legal_actions()))
+        return
+    if kind == "search":
+        from rummy500_env.agents import ExpertAgent, SearchAgent
+
+        for seed in range(n):
+            g = Game.new("standard", seed=seed)
+            seats = (SearchAgent(rollouts=10, seed=seed), ExpertAgent())
+            while not g.is_hand_over:
+                seat = g.current_player
+                g.apply(seats[seat].decide(g.seat_view(seat), g.legal_actions()))
         return
     e = rummy500_env.raw_env(episode="hand")
     for hand in range(n):
@@ -103,7 +115,7 @@ def main() -> None:
         runs.append(row)
         print(f"run {i + 1}: {json.dumps(row)}", file=sys.stderr, flush=True)
     summary: dict[str, Any] = {}
-    for key in FIGURES:
+    for key in FIGURES if runs else ():
         fig: dict[str, Any] = {
             "compiled": statistics.median(r["compiled"][key] for r in runs),
             "pure": statistics.median(r["pure"][key] for r in runs),
@@ -127,7 +139,7 @@ def main() -> None:
             fig[f"median_{name}"] = statistics.median(fig[name])
         summary[key] = fig
     if args.instructions:
-        for kind, n in (("engine", 40), ("raw_env", 4)):
+        for kind, n in (("engine", 40), ("raw_env", 4), ("search", 1)):
             counts = {}
             for label, pure in (("compiled", False), ("pure", True)):
                 base = instructions(args.tree, pure, kind, 0)

@@ -37,6 +37,7 @@ def measure(config: str, steps: int, overrides: dict[str, Any]) -> float:
         args.total_timesteps = start_steps + steps
         trainer.learn()
         rate = (trainer.timesteps - start_steps) / (time.perf_counter() - t)
+        trainer.close()
         trainer.writer.close()
     return rate
 

@@ -60,6 +60,7 @@ from rummy500_env.training.common import (
     require_positive_ints,
 )
 from rummy500_env.training.common import load_yaml as load_yaml  # benchmarks/ import it here
+from rummy500_env.training.parallel import ParallelCollector, shares
 from rummy500_env.training.selfplay import SelfPlayGames
 
 MASKED = -1e9
@@ -115,7 +116,10 @@ class Args(TrainArgs):
     init_policy: str | None = None
     """Start from this exported policy file's weights instead (same network and rules)."""
     threads: int = 2
-    """Torch threads of the PPO update (the games step in one thread either way)."""
+    """Torch threads of the PPO update (each process's games step in one thread)."""
+    collect_workers: int = 1
+    """Processes that collect rollouts, this one included: 2 splits the games with a second
+    process, which puts a second core to work while the games step (`training.parallel`)."""
     progress: bool = True
     """Print a progress line every 15 seconds."""
 
@@ -134,6 +138,13 @@ class Args(TrainArgs):
         check_ppo(self)
         for name in ("n_games", "n_steps", "minibatch_size", "bc_epochs", "threads"):
             require_positive_ints(self, name)
+        require_positive_ints(self, "collect_workers")
+        require(
+            self,
+            self.collect_workers <= self.n_games,
+            "collect_workers",
+            f"use at most n_games = {self.n_games} (each process needs a game)",
+        )
         require_positive_ints(self, "channels", "blocks", "hidden")
         require(
             self,
@@ -338,6 +349,10 @@ class Collector:
         self.generator = torch.Generator().manual_seed(seed)
         self.episode_returns: list[float] = []
 
+    def set_opponents(self, args: Args, snapshots: list[str]) -> None:
+        """Draw the next deals' opponents from the pool with these snapshots."""
+        self.games.set_pool(*opponent_pool(args, snapshots))
+
     def collect(self, model: ActorCritic, n_steps: int, gamma: float, lam: float) -> Rollout:
         n = len(self.games.envs)
         obs = torch.zeros((n_steps, n, self.obs.shape[1]))
@@ -460,20 +475,28 @@ class Trainer:
             print(f"resumed from {self.state['checkpoint']} at {self.state['timesteps']} timesteps")
         else:
             self.state = {"timesteps": 0, "updates": 0, "snapshots": [], "wall_s": 0.0}
-        pool, weights = opponent_pool(args, self.state["snapshots"])
-        self.games = SelfPlayGames(
-            args.game_rules(),
-            args.n_games,
-            pool,
-            weights,
-            episode=args.episode,
-            seed=args.seed * 7919 + self.state["updates"],  # fresh deals after a resume
+        snapshots = self.state["snapshots"]
+        pool, weights = opponent_pool(args, snapshots)
+        games_seed = args.seed * 7919 + self.state["updates"]  # fresh deals after a resume
+        sampling_seed = args.seed + self.state["updates"]
+        mine, *theirs = shares(args.n_games, args.collect_workers)
+        games = SelfPlayGames(
+            args.game_rules(), mine, pool, weights, episode=args.episode, seed=games_seed
         )
-        self.collector = Collector(self.games, args.seed + self.state["updates"])
+        self.collector: Collector | ParallelCollector = Collector(games, sampling_seed)
+        if theirs:
+            self.collector = ParallelCollector(
+                self.collector, args, theirs, games_seed, sampling_seed, snapshots
+            )
 
     @property
     def timesteps(self) -> int:
         return int(self.state["timesteps"])
+
+    def close(self) -> None:
+        """Stop the collection workers, if any."""
+        if isinstance(self.collector, ParallelCollector):
+            self.collector.close()
 
     @property
     def writer(self) -> Any:
@@ -504,7 +527,7 @@ class Trainer:
         export_policy(self.model.actor, self.args, path, self.timesteps)
         keep = self.args.max_snapshots
         self.state["snapshots"] = (self.state["snapshots"] + [str(path)])[-keep:]
-        self.games.set_pool(*opponent_pool(self.args, self.state["snapshots"]))
+        self.collector.set_opponents(self.args, self.state["snapshots"])
 
     def evaluate(self) -> dict[str, Any]:
         """Play `eval_games` against each bot (`RunFolder.evaluate`)."""
@@ -579,7 +602,10 @@ def train(args: Args, resume: bool = False) -> Path:
         trainer.snapshot()
         if args.bc_decisions or args.init_policy:
             trainer.evaluate()  # the start, to measure what PPO adds
-    trainer.learn()
+    try:
+        trainer.learn()
+    finally:
+        trainer.close()
     trainer.checkpoint()
     return trainer.run.finish(trainer.model.actor, trainer.state)
 
