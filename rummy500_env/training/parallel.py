@@ -61,7 +61,8 @@ class ParallelCollector:
     ) -> None:
         self.local = local
         self.snapshots = list(snapshots)
-        self._sent_snapshots: list[list[str]] = []
+        self._sent_snapshots = list(self.snapshots)
+        """The pool's snapshots the workers have (all are sent the same)."""
         ctx = multiprocessing.get_context("spawn")
         self.workers: list[tuple[multiprocessing.process.BaseProcess, Connection]] = []
         for k, n in enumerate(worker_games, start=1):
@@ -77,7 +78,6 @@ class ParallelCollector:
             process.start()
             theirs.close()
             self.workers.append((process, mine))
-            self._sent_snapshots.append(list(self.snapshots))
 
     @property
     def episode_returns(self) -> list[float]:
@@ -94,13 +94,13 @@ class ParallelCollector:
         from rummy500_env.training.ppo import Rollout
 
         weights = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
-        for k, (process, conn) in enumerate(self.workers):
-            changed = self.snapshots != self._sent_snapshots[k]
+        changed = self.snapshots if self.snapshots != self._sent_snapshots else None
+        for process, conn in self.workers:
             try:
-                conn.send((weights, n_steps, gamma, lam, self.snapshots if changed else None))
+                conn.send((weights, n_steps, gamma, lam, changed))
             except (OSError, ValueError):  # a closed pipe: the worker is gone
                 raise _died(process) from None
-            self._sent_snapshots[k] = list(self.snapshots)
+        self._sent_snapshots = list(self.snapshots)
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # the other cores are the workers' while they collect
         try:
@@ -159,16 +159,11 @@ def serve(
 ) -> None:
     """A worker: its own games and network, one rollout per request, until told to stop
     (None) or until the learner's end of the pipe closes."""
-    from rummy500_env.training.ppo import Collector, new_model, opponent_pool
-    from rummy500_env.training.selfplay import SelfPlayGames
+    from rummy500_env.training.ppo import new_collector, new_model
 
     try:
         torch.set_num_threads(1)
-        pool, weights = opponent_pool(args, snapshots)
-        games = SelfPlayGames(
-            args.game_rules(), n_games, pool, weights, episode=args.episode, seed=games_seed
-        )
-        collector = Collector(games, sampling_seed)
+        collector = new_collector(args, n_games, games_seed, sampling_seed, snapshots)
         model = new_model(args)
         while True:
             request = conn.recv()

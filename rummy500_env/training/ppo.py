@@ -138,14 +138,13 @@ class Args(TrainArgs):
         check_ppo(self)
         for name in ("n_games", "n_steps", "minibatch_size", "bc_epochs", "threads"):
             require_positive_ints(self, name)
-        require_positive_ints(self, "collect_workers")
+        require_positive_ints(self, "collect_workers", "channels", "blocks", "hidden")
         require(
             self,
             self.collect_workers <= self.n_games,
             "collect_workers",
             f"use at most n_games = {self.n_games} (each process needs a game)",
         )
-        require_positive_ints(self, "channels", "blocks", "hidden")
         require(
             self,
             type(self.bc_decisions) is int and self.bc_decisions >= 0,
@@ -388,6 +387,18 @@ class Collector:
         )
 
 
+def new_collector(
+    args: Args, n_games: int, games_seed: int, sampling_seed: int, snapshots: list[str]
+) -> Collector:
+    """`n_games` seeded games against the opponent pool with these snapshots, and their
+    collector (the trainer's own, and each collection worker's)."""
+    pool, weights = opponent_pool(args, snapshots)
+    games = SelfPlayGames(
+        args.game_rules(), n_games, pool, weights, episode=args.episode, seed=games_seed
+    )
+    return Collector(games, sampling_seed)
+
+
 def ppo_update(
     model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Rollout, args: Args, seed: int
 ) -> dict[str, float]:
@@ -476,14 +487,12 @@ class Trainer:
         else:
             self.state = {"timesteps": 0, "updates": 0, "snapshots": [], "wall_s": 0.0}
         snapshots = self.state["snapshots"]
-        pool, weights = opponent_pool(args, snapshots)
         games_seed = args.seed * 7919 + self.state["updates"]  # fresh deals after a resume
         sampling_seed = args.seed + self.state["updates"]
         mine, *theirs = shares(args.n_games, args.collect_workers)
-        games = SelfPlayGames(
-            args.game_rules(), mine, pool, weights, episode=args.episode, seed=games_seed
+        self.collector: Collector | ParallelCollector = new_collector(
+            args, mine, games_seed, sampling_seed, snapshots
         )
-        self.collector: Collector | ParallelCollector = Collector(games, sampling_seed)
         if theirs:
             self.collector = ParallelCollector(
                 self.collector, args, theirs, games_seed, sampling_seed, snapshots
