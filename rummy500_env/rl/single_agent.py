@@ -210,18 +210,27 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
     # `step` in three parts, so that `rummy500_env.rl.vector` can play many envs' opponents
     # in rounds and ask a batching opponent (``act_batch``) once per round.
 
-    def _learner_plays(self, action: int | np.integer[Any]) -> float:
-        """Check and play the learner's action; its reward (an illegal action under
-        "terminate" plays nothing and sets ``_illegal_end``)."""
+    def _check_learner_action(self, action: int | np.integer[Any]) -> bool:
+        """Raise for an action `step` refuses (a finished episode, not an action id, or an
+        illegal one under "raise"); else whether it is legal. Changes nothing, so that a
+        vector env can check every env's action before it plays any."""
         aec, me = self.aec, self._require_reset()
         if self._illegal_end or aec.terminations[me] or aec.truncations[me]:
             raise Rummy500Error("the episode is over: call reset()")
         aec.check_action_id(action)
-        if self.illegal == "terminate" and int(action) not in aec.legal_ids():
+        legal = int(action) in aec.legal_ids()
+        if not legal and self.illegal == "raise":
+            aec.step(int(action))  # refuses an id outside the mask, saying why, and plays nothing
+        return legal
+
+    def _learner_plays(self, action: int | np.integer[Any]) -> float:
+        """Check and play the learner's action; its reward (an illegal action under
+        "terminate" plays nothing and sets ``_illegal_end``)."""
+        if not self._check_learner_action(action):
             self._illegal_end = True
             return 0.0
-        aec.step(int(action))
-        return float(aec.rewards[me])
+        self.aec.step(int(action))
+        return float(self.aec.rewards[self._require_reset()])
 
     def _opponent_to_act(self) -> tuple[Agent, dict[str, np.ndarray]] | None:
         """The opponent to act now and its observation dict; None when the learner is to act

@@ -35,7 +35,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from rummy500_env.agents.base import Agent
-from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.errors import IllegalActionError, Rummy500Error
 from rummy500_env.rl.single_agent import DONE_ACTION, Rummy500SingleAgentEnv
 
 __all__ = ["DONE_ACTION", "Rummy500VectorEnv"]
@@ -117,7 +117,8 @@ class Rummy500VectorEnv(gymnasium.vector.VectorEnv):  # type: ignore[misc]
     def step(
         self, actions: np.ndarray | Sequence[int]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Play one learner action in every env, then all envs' opponents in rounds."""
+        """Play one learner action in every env, then all envs' opponents in rounds. Every
+        action is checked first: one an env refuses raises before any env plays."""
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs,):
             raise Rummy500Error(
@@ -129,9 +130,10 @@ class Rummy500VectorEnv(gymnasium.vector.VectorEnv):  # type: ignore[misc]
                 f"envs {done} are finished and autoreset_mode is DISABLED: "
                 "reset them first, envs.reset(options={'reset_mask': terminations | truncations})"
             )
+        next_step = self.autoreset_mode is AutoresetMode.NEXT_STEP
+        self._check_actions(actions, resetting=self._autoreset if next_step else None)
         infos: dict[str, Any] = {}
         playing: list[int] = []
-        next_step = self.autoreset_mode is AutoresetMode.NEXT_STEP
         for i, env in enumerate(self.envs):
             if next_step and self._autoreset[i]:  # this step resets; the action is not played
                 self._obs[i], info = env.reset()
@@ -165,6 +167,20 @@ class Rummy500VectorEnv(gymnasium.vector.VectorEnv):  # type: ignore[misc]
             self._truncations.copy(),
             infos,
         )
+
+    def _check_actions(self, actions: np.ndarray, resetting: np.ndarray | None) -> None:
+        """Refuse the step before any env plays if one env's action would be refused (the
+        env named), so a step is all or nothing: an env left between its learner's move and
+        its opponents' replies would ask the learner's policy to play an opponent's turn.
+        Envs in `resetting` play no action this step."""
+        for i, env in enumerate(self.envs):
+            if resetting is not None and resetting[i]:
+                continue
+            try:
+                env._check_learner_action(actions[i])
+            except Rummy500Error as e:
+                kind = IllegalActionError if isinstance(e, IllegalActionError) else Rummy500Error
+                raise kind(f"env {i}: {e}; no env played this step") from None
 
     def action_masks(self) -> np.ndarray:
         """(num_envs, actions) booleans; a finished env's row is `DONE_ACTION` alone."""
