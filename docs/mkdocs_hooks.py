@@ -1,5 +1,7 @@
 """MkDocs hooks (mkdocs.yml ``hooks:``): pages built from the repository's own text, so the site
-has one source for each fact.
+has one source for each fact: the home page is README.md, the changelog CHANGELOG.md, the
+shipped models' page the model cards, and the env page the env's docstrings; every other page
+is its own file under docs/.
 
 A page may hold these markers, each on a line of its own:
 
@@ -7,15 +9,13 @@ A page may hold these markers, each on a line of its own:
     the repository file FILE (a path from the repository root), its links rewritten for the
     site: ``docs/x.md`` becomes ``x.md``, and the repository files that are pages of their own
     (`PAGES`) become those pages (a README link reaches the home page).
-``<!-- include FILE#HEADING -->``
-    the section of FILE under that ``##`` heading, down to the next heading of its level.
 ``<!-- docstring MODULE -->``
     the module docstring of MODULE, read without importing it, turned from this package's
     docstring style into Markdown: its reStructuredText simple tables become tables,
     unindented titles followed by an indented body (the env page's sections) become
     headings, and ``double backticks`` single ones.
 
-A marker that names a missing file, section or module fails the build.
+A marker that names a missing file or module fails the build.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {"README.md": "index.md", "CHANGELOG.md": "changelog.md", "models/README.md": "models.md"}
 """Repository files shown as site pages, by the page that shows them."""
-MARKER = re.compile(r"^<!-- (include|docstring) (\S+?)(?:#(.+?))? -->$", re.M)
+MARKER = re.compile(r"^<!-- (include|docstring) (\S+) -->$", re.M)
 LINK = re.compile(r"(\]\()([^)#\s]+)([^)]*\))")
 
 
@@ -40,36 +40,13 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
 
 
 def _expand(m: re.Match[str]) -> str:
-    kind, name, section = m.groups()
+    kind, name = m.groups()
     if kind == "docstring":
         return docstring_markdown(module_docstring(name))
     path = ROOT / name
     if not path.is_file():
         raise ValueError(f"include of a missing file: {name}")
-    text = path.read_text(encoding="utf-8")
-    if section:  # its links to other sections of the file now lead to the file's page
-        text = section_of(text, section, name)
-        text = text.replace("](#", f"]({PAGES.get(name, name)}#")
-    return rewrite_links(text, Path(name).parent)
-
-
-def section_of(text: str, heading: str, name: str) -> str:
-    """The ``## heading`` section of a Markdown text, heading included."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        level = len(line) - len(line.lstrip("#"))
-        if level and line[level:].strip() == heading:
-            end = next(
-                (
-                    j
-                    for j in range(i + 1, len(lines))
-                    if lines[j].startswith("#")
-                    and len(lines[j]) - len(lines[j].lstrip("#")) <= level
-                ),
-                len(lines),
-            )
-            return "\n".join(lines[i:end]) + "\n"
-    raise ValueError(f"{name} has no heading {heading!r}")
+    return rewrite_links(path.read_text(encoding="utf-8"), Path(name).parent)
 
 
 def rewrite_links(text: str, folder: Path) -> str:

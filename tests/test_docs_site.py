@@ -55,16 +55,15 @@ def test_included_files_get_site_links():
     assert hooks.rewrite_links("[c](CHANGELOG.md)", Path(".")) == "[c](changelog.md)"
     assert hooks.rewrite_links("![p](../docs/a.png)", Path("models")) == "![p](a.png)"
     assert hooks.rewrite_links("[w](https://x.org/a.md)", Path(".")) == "[w](https://x.org/a.md)"
-    training = hooks.on_page_markdown("<!-- include README.md#Training -->")
-    assert training.startswith("## Training") and "## Beyond one machine" not in training
-    assert "](#" not in training  # links to other README sections lead to the home page
+    home = hooks.on_page_markdown("<!-- include README.md -->")
+    assert home.startswith("# rummy500_env") and "](docs/" not in home
 
 
 @pytest.mark.parametrize(
     "marker, error",
     [
         ("<!-- include NOPE.md -->", "missing file"),
-        ("<!-- include README.md#No such heading -->", "no heading"),
+        ("<!-- include README.md#Training -->", "missing file"),  # a page is a whole file
         ("<!-- docstring rummy500_env.nope -->", "missing module"),
     ],
 )
