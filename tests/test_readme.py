@@ -1,5 +1,6 @@
 """The README's two commands: `.ci/run` extracts and runs exactly the test command, and the main
-command is what the README's own words around it say it is."""
+command is what the README's own words around it say it is; and the env page's promises that a
+test can hold to the code."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 CI = (ROOT / ".ci" / "run").read_text()
+ENV_PAGE = (ROOT / "docs" / "env.md").read_text()
 VENV = "python3 -m venv .venv && . .venv/bin/activate && "
 
 
@@ -117,10 +119,10 @@ def test_the_main_command_is_what_the_readme_says_it_is():
     assert folder and not resuming and str(args.run_path) == folder.group(1)
 
 
-def test_the_env_before_reset_is_the_clear_error_the_readme_promises():
-    """README (the RL surface): "Using an env before reset() ... is a clear error": for
-    `env()` too, the package's error saying to call reset(), not PettingZoo's assertion."""
-    assert "Using an env before `reset()`" in README
+def test_the_env_before_reset_is_the_clear_error_the_env_page_promises():
+    """docs/env.md: "Using an env before reset() ... raises Rummy500Error saying to call it":
+    for `env()` too, the package's error saying to call reset(), not PettingZoo's assertion."""
+    assert "Using an env before `reset()`" in ENV_PAGE
     import rummy500_env
     from rummy500_env import Rummy500Error
 
@@ -142,12 +144,38 @@ def test_every_torch_install_in_the_docs_is_the_pinned_one():
 
 
 def test_the_single_agent_signature_is_the_constructors():
-    """The README lists `Rummy500SingleAgentEnv`'s arguments in the constructor's order."""
+    """docs/env.md lists `Rummy500SingleAgentEnv`'s arguments in the constructor's order."""
     import inspect
 
     from rummy500_env import Rummy500SingleAgentEnv
 
-    m = re.search(r"`Rummy500SingleAgentEnv\(([^)]*)\)`", README)
-    assert m, "the README no longer gives the signature"
+    m = re.search(r"`Rummy500SingleAgentEnv\(([^)]*)\)`", ENV_PAGE)
+    assert m, "docs/env.md no longer gives the signature"
     listed = [a.strip() for a in m.group(1).replace("\n", " ").split(",")]
     assert listed == list(inspect.signature(Rummy500SingleAgentEnv).parameters)
+
+
+def test_the_readme_is_a_front_door_that_reaches_every_page():
+    """At most 250 lines, and a link to every page of docs/ (those the site fills from another
+    file are reached through it: the home page is the README, the changelog is CHANGELOG.md,
+    the models page is models/README.md)."""
+    assert len(README.splitlines()) <= 250, "the README grew: move the details to a docs/ page"
+    linked = set(re.findall(r"\]\((?:\./)?([\w/.-]+\.md)(?:#[\w-]*)?\)", README))
+    filled = {"docs/index.md": "README.md", "docs/changelog.md": "CHANGELOG.md"}
+    filled["docs/models.md"] = "models/README.md"
+    pages = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md"))
+    unreached = [p for p in pages if filled.get(p, p) not in linked and p != "docs/index.md"]
+    assert unreached == [], f"pages the README does not link: {unreached}"
+
+
+def test_no_doc_speaks_of_issue_numbers():
+    """Readers of the repository cannot open the project's issues: the README, docs/, the
+    changelog and the model cards name what changed instead."""
+    texts = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+    texts += sorted((ROOT / "models").glob("*.md"))
+    found = [
+        f"{path.relative_to(ROOT)}: {m.group(0)!r}"
+        for path in texts
+        for m in re.finditer(r"\bissues? (?:#)?\d+", path.read_text(encoding="utf-8"), re.I)
+    ]
+    assert found == [], "\n".join(found)
