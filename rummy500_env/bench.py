@@ -41,7 +41,7 @@ _DEFAULT_ANCHORS_SCRIPT = Path(__file__).resolve().parents[2] / "shared/benchmar
 """Where a development checkout finds the peers' benchmark (beside the repository)."""
 ANCHORS_VENV = Path(os.environ.get("ANCHORS_VENV") or Path(tempfile.gettempdir()) / "anchors-venv")
 # engine, raw env, wrapped env: the peer each one is measured against, and the target ratio of
-# the compiled build (issue 19; the pure build's were 1, 1 and 4: issues 2 and 3).
+# the compiled build (docs/speed.md; the pure build's targets were 1, 1 and 4).
 PEERS = {
     "engine": ("rlcard_gin_game", "decision_steps_per_s", 7.0),
     "raw_env": ("os_gin_obs_np", "decision_steps_per_s", 2.5),

@@ -1,4 +1,5 @@
-"""Entry points for a checkout: ``python -m training.ppo`` and ``python -m training.evaluate``.
+"""Entry points for a checkout: ``python -m training.ppo``, ``python -m training.rllib`` and
+``python -m training.evaluate``.
 
 The code lives in `rummy500_env.training` (installed with the package, so an installed wheel
 trains too: ``python -m rummy500_env.training.ppo``); this folder is not installed.

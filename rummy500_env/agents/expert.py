@@ -24,7 +24,7 @@ JOKER_PROSPECT = 10.0
 
 
 class ExpertAgent(GreedyAgent):
-    """Greedy's play with judgement (issue 4):
+    """Greedy's play with judgement:
 
     * values partial melds by their live outs and keeps them early; sheds points as the stock
       thins or an opponent is close to going out (the liability weight grows);

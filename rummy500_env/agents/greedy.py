@@ -21,7 +21,7 @@ from rummy500_env.engine.seat_view import SeatView
 
 
 class GreedyAgent(Bot):
-    """A simple, honest baseline (issue 4):
+    """A simple, honest baseline:
 
     * melds and lays off everything it can, most valuable first;
     * takes the top discard only when it completes a meld or a lay-off at once;
