@@ -57,7 +57,7 @@ def test_the_joined_rollout_is_each_process_own_rollout_side_by_side(tmp_path):
     assert picked.all(), "every learner action is in its mask"
 
     worker = args_from_dict(load_yaml("ppo") | SMALL | {"seed": args.seed + SEED_STRIDE})
-    pool, weights = opponent_pool(worker, t.state["snapshots"])
+    pool, weights = opponent_pool(worker, t.snapshot_files())
     games = SelfPlayGames(
         args.game_rules(), 2, pool, weights, episode=args.episode, seed=SEED_STRIDE
     )  # the worker's 2 of 5 games: seed 0 * 7919 + 0 updates, plus the stride

@@ -466,6 +466,37 @@ def load_checkpoint(
     return Checkpoints(run, args.keep_checkpoints).load(read)
 
 
+SNAPSHOTS = "snapshots"
+"""The run's folder of frozen snapshots; ``state["snapshots"]`` names each file inside the run
+folder (``snapshots/snapshot_<steps>.pt``), so a run folder can be moved or copied."""
+
+
+def run_snapshot(stored: str, run: Path) -> str:
+    """A snapshot as ``state["snapshots"]`` names it, inside the run folder, from what a
+    checkpoint holds; `ConfigError` if that is no snapshot of this run or its file is gone.
+
+    State written before snapshots were named inside the run holds the path each was written
+    at: relative to the working directory of the session that wrote it (``runs/a/snapshots/
+    snapshot_0000050000.pt``), or absolute. The trainer only ever wrote snapshots into its run
+    folder's ``snapshots/``, so such a path points under the run's old name, and its last two
+    parts are the same file in this folder: mapped here, a moved run finds its snapshots and a
+    copied one uses its own, never those of the folder it was copied from."""
+    path = Path(stored)
+    if path.parent.name != SNAPSHOTS:
+        raise ConfigError(
+            f"--resume {str(run)!r}: its checkpoint names the snapshot {stored!r}, which is not "
+            f"in a run's {SNAPSHOTS}/ folder; the checkpoint is not this trainer's"
+        )
+    path = Path(SNAPSHOTS, path.name)  # an older state's path: its place in this folder
+    if not (run / path).is_file():
+        raise ConfigError(
+            f"--resume {str(run)!r}: the snapshot {path.as_posix()} is missing from the run "
+            "folder (its last checkpoint plays against it); copy the run folder whole, "
+            f"{SNAPSHOTS}/ included"
+        )
+    return path.as_posix()
+
+
 # --- training
 
 
@@ -483,10 +514,12 @@ class Trainer:
         self.run = RunFolder(args, resume)
         if resume:
             self.state = load_checkpoint(self.run.path, self.model, self.optimizer, args)
+            named = [run_snapshot(s, self.run.path) for s in self.state["snapshots"]]
+            self.state["snapshots"] = named
             print(f"resumed from {self.state['checkpoint']} at {self.state['timesteps']} timesteps")
         else:
             self.state = {"timesteps": 0, "updates": 0, "snapshots": [], "wall_s": 0.0}
-        snapshots = self.state["snapshots"]
+        snapshots = self.snapshot_files()
         games_seed = args.seed * 7919 + self.state["updates"]  # fresh deals after a resume
         sampling_seed = args.seed + self.state["updates"]
         mine, *theirs = shares(args.n_games, args.collect_workers)
@@ -501,6 +534,11 @@ class Trainer:
     @property
     def timesteps(self) -> int:
         return int(self.state["timesteps"])
+
+    def snapshot_files(self) -> list[str]:
+        """The pool's snapshot files, from where this process runs (the state names them
+        inside the run folder)."""
+        return [str(self.run.path / name) for name in self.state["snapshots"]]
 
     def close(self) -> None:
         """Stop the collection workers, if any."""
@@ -532,11 +570,11 @@ class Trainer:
 
     def snapshot(self) -> None:
         """Freeze the learner into the opponent pool."""
-        path = self.run.path / "snapshots" / f"snapshot_{self.timesteps:010d}.pt"
-        export_policy(self.model.actor, self.args, path, self.timesteps)
+        name = f"{SNAPSHOTS}/snapshot_{self.timesteps:010d}.pt"
+        export_policy(self.model.actor, self.args, self.run.path / name, self.timesteps)
         keep = self.args.max_snapshots
-        self.state["snapshots"] = (self.state["snapshots"] + [str(path)])[-keep:]
-        self.collector.set_opponents(self.args, self.state["snapshots"])
+        self.state["snapshots"] = (self.state["snapshots"] + [name])[-keep:]
+        self.collector.set_opponents(self.args, self.snapshot_files())
 
     def evaluate(self) -> dict[str, Any]:
         """Play `eval_games` against each bot (`RunFolder.evaluate`)."""
