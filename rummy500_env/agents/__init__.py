@@ -1,11 +1,12 @@
 """Agents: all implement ``act(observation, action_mask) -> int``.
 
-`GreedyAgent`, `ExpertAgent` and `SearchAgent` (the `Bot`s) decide on the engine's
-information state, `decide(seat_view, legal_actions) -> Action`, which the package's own
-loops hand them; their `act` decodes an observation into that same `SeatView` once. `RandomAgent`
-needs only the mask. `PolicyAgent` plays an exported policy and is imported lazily, so the
-bots never load torch. `make_agent` builds any of them from a spec
-such as ``"expert"`` or ``"search:50ms"`` (`check_spec` says what is allowed).
+`GreedyAgent`, `ExpertAgent`, `SearchAgent` and `PolicySearchAgent` (the `Bot`s) decide on
+the engine's information state, `decide(seat_view, legal_actions) -> Action`, which the
+package's own loops hand them; their `act` decodes an observation into that same `SeatView`
+once. `RandomAgent` needs only the mask. `PolicyAgent` plays an exported policy and
+`PolicySearchAgent` searches with one; both are imported lazily, so the bots never load
+torch. `make_agent` builds any of them from a spec such as ``"expert"`` or ``"search:50ms"``
+(`check_spec` says what is allowed).
 """
 
 from typing import Any
@@ -24,6 +25,7 @@ __all__ = [
     "ExpertAgent",
     "GreedyAgent",
     "PolicyAgent",
+    "PolicySearchAgent",
     "RandomAgent",
     "SearchAgent",
     "as_agent",
@@ -37,4 +39,8 @@ def __getattr__(name: str) -> Any:
         from rummy500_env.agents.policy import PolicyAgent
 
         return PolicyAgent
+    if name == "PolicySearchAgent":  # torch, like PolicyAgent: only when asked for
+        from rummy500_env.agents.psearch import PolicySearchAgent
+
+        return PolicySearchAgent
     raise AttributeError(f"module 'rummy500_env.agents' has no attribute {name!r}")

@@ -5,6 +5,10 @@ A spec is one of
 * ``random``, ``greedy``, ``expert``;
 * ``search`` (the default budget, 50 ms a decision), ``search:50ms`` (milliseconds a decision)
   or ``search:200`` (sampled worlds a decision), the budget a positive whole number;
+* ``psearch`` (200 ms a decision), ``psearch:200ms`` (milliseconds a decision) or
+  ``psearch:64`` (simulations a decision), optionally followed by ``:PATH_OR_NAME``, the policy
+  it searches with (``psearch:200ms:standard``; by default the shipped policy made for the
+  table, as ``model`` picks it): `rummy500_env.agents.psearch`, a policy-guided search;
 * ``ismcts`` (100 simulations a decision) or ``ismcts:200`` (simulations a decision):
   OpenSpiel's IS-MCTS bot on the OpenSpiel game (`rummy500_env.agents.ismcts`; needs the
   ``openspiel`` extra);
@@ -40,14 +44,18 @@ BOTS = ("random", "greedy", "expert", "search")
 ALLOWED = (
     "random, greedy, expert, search (50 ms a decision), search:50ms (any positive whole number "
     "of milliseconds a decision), search:200 (any positive whole number of sampled worlds a "
-    "decision), ismcts or ismcts:100 (OpenSpiel's IS-MCTS, any positive whole number of "
-    "simulations a decision; the openspiel extra), the path of an exported policy file (.pt), "
-    "a shipped policy by name (standard), or model (the shipped policy made for the table's "
-    "rules)"
+    "decision), psearch, psearch:200ms or psearch:64 (a policy-guided search, any positive "
+    "whole number of milliseconds or simulations a decision, then optionally :PATH_OR_NAME of "
+    "the policy it searches with: psearch:200ms:standard), ismcts or ismcts:100 (OpenSpiel's "
+    "IS-MCTS, any positive whole number of simulations a decision; the openspiel extra), the "
+    "path of an exported policy file (.pt), a shipped policy by name (standard), or model (the "
+    "shipped policy made for the table's rules)"
 )
 """What a spec may be, in the words every error about one uses."""
 ISMCTS_SIMULATIONS = 100
 """IS-MCTS simulations a decision when the spec names none."""
+PSEARCH_MS = 200
+"""Policy-guided search: milliseconds a decision when the spec names no budget."""
 _BUDGET = re.compile(r"(?P<n>[0-9]+)(?P<ms>ms)?")
 
 
@@ -63,7 +71,8 @@ class AgentSpec:
     """One of `BOTS`, ``"ismcts"`` (OpenSpiel's IS-MCTS), ``"policy"`` for an exported policy
     file, ``"model"`` for the shipped policy of the table's rules (`resolve_spec`), or
     ``"shipped"`` for a shipped policy named by its name (the spec stays the name,
-    which loads wherever it runs)."""
+    which loads wherever it runs), or ``"psearch"`` for the policy-guided search (`path`: its
+    policy, None for the shipped one made for the table)."""
     ms: int | None = None
     """Search: milliseconds a decision."""
     rollouts: int | None = None
@@ -71,7 +80,7 @@ class AgentSpec:
     path: str | None = None
     """Policy or shipped policy: the file."""
     simulations: int | None = None
-    """IS-MCTS: simulations a decision."""
+    """IS-MCTS and psearch: simulations a decision."""
 
 
 def parse_spec(spec: str) -> AgentSpec:
@@ -92,6 +101,8 @@ def parse_spec(spec: str) -> AgentSpec:
             )
         n = int(m["n"])
         return AgentSpec("search", ms=n) if m["ms"] else AgentSpec("search", rollouts=n)
+    if name == "psearch":
+        return _psearch_spec(spec, budget if colon else None)
     if name == "ismcts":
         return _ismcts_spec(spec, budget if colon else None)
     path = Path(spec)
@@ -106,6 +117,29 @@ def parse_spec(spec: str) -> AgentSpec:
             )
         return AgentSpec("policy", path=spec)
     raise AgentSpecError(f"unknown agent {spec!r}: use {ALLOWED}")
+
+
+def _psearch_spec(spec: str, rest: str | None) -> AgentSpec:
+    """``psearch``, ``psearch:BUDGET`` or ``psearch:BUDGET:PATH_OR_NAME`` (the module
+    docstring); the policy must be a file or a shipped name."""
+    if rest is None:
+        return AgentSpec("psearch", ms=PSEARCH_MS)
+    budget, colon, policy = rest.partition(":")
+    m = _BUDGET.fullmatch(budget)
+    if m is None or int(m["n"]) == 0:
+        raise AgentSpecError(
+            f"bad psearch budget in {spec!r}: give a positive whole number of milliseconds "
+            "(psearch:200ms) or of simulations (psearch:64), then optionally :PATH_OR_NAME"
+        )
+    if colon and not (Path(policy).is_file() or policy in shipped_policies()):
+        raise AgentSpecError(
+            f"no policy {policy!r} in {spec!r}: give the path of an exported policy file (.pt) "
+            f"or a shipped policy's name ({', '.join(shipped_policies()) or 'none found'})"
+        )
+    n, path = int(m["n"]), policy if colon else None
+    if m["ms"]:
+        return AgentSpec("psearch", ms=n, path=path)
+    return AgentSpec("psearch", simulations=n, path=path)
 
 
 def _ismcts_spec(spec: str, budget: str | None) -> AgentSpec:
@@ -163,6 +197,11 @@ def make_agent(spec: str, rules: Rules, seed: int) -> Agent:
 
         ms = None if s.ms is None else float(s.ms)
         return SearchAgent(rules, ms=ms, rollouts=s.rollouts, seed=seed)
+    if s.kind == "psearch":
+        from rummy500_env.agents.psearch import PolicySearchAgent  # torch: only when named
+
+        ms = None if s.ms is None else float(s.ms)
+        return PolicySearchAgent(rules, s.path, ms=ms, simulations=s.simulations, seed=seed)
     if s.kind == "ismcts":
         from rummy500_env.agents.ismcts import ISMCTSAgent  # pyspiel: only when named
 

@@ -1,0 +1,426 @@
+"""`PolicySearchAgent`: determinized search guided by a trained policy, with Gumbel sequential
+halving at the root (Danihelka et al., ICLR 2022, "Policy improvement by planning with
+Gumbel"; the section numbers below are the paper's).
+
+One decision, for the seat whose `SeatView` the agent is handed (nothing else is read):
+
+1. **Worlds.** The cards the seat cannot see are dealt again consistently with what it knows
+   (`Game.from_seat_view`: opponents keep the cards they are known to hold and get their hand
+   sizes; the rest of the unseen cards fill the stock in random order). Every world is one
+   the seat cannot tell from the real position, so the root observation is the same in all of
+   them: it is encoded from the first.
+2. **Candidates (§3, Algorithm 2).** The policy's logits over the legal actions, plus Gumbel
+   noise g (``gumbel=True``; without it, plain top-k by prior): the m actions with the largest
+   g + logits are searched (``candidates``, 8 by default).
+3. **Sequential halving (§3.2).** The simulation budget is split evenly between
+   ⌈log₂ m⌉ rounds. In each round every remaining candidate is evaluated in the same fresh
+   worlds (one simulation = one world × one candidate; shared worlds make the comparison
+   paired), its estimate q̂ is the mean over its worlds so far, and the better half by
+   g + logits + σ(q̂) goes on. With a budget in milliseconds the cost of a simulation is
+   measured on the first world of the first round and each round gets an equal share of the
+   time left.
+4. **Choice (§3.3).** The survivor of the last round with the largest g + logits + σ(q̂),
+   σ(q̂) = (c_visit + max_b N(b)) · c_scale · q̂ (§4, Eq. 8; c_visit = 50 as in the paper).
+   q̂ is in the value head's unit, a hand-score difference / 100.
+
+Values (``leaf``), all in hand points / 100 for the searching seat (its hand score minus the
+others' mean, as the policy's value head was trained):
+
+``value``   the policy plays the other seats (greedily) until the searching seat is to act
+            again, or the hand ends; then the network's value head on the seat's observation
+            (the exact score if the hand is over);
+``rollout`` the policy plays every seat, greedily, to the end of the hand: the exact score;
+``playout`` the compiled greedy playout of `SearchAgent` (`agents.playout`) to the end of the
+            hand: the exact score.
+
+Every network call of a round is one batched forward over all its worlds and candidates
+(torch inference mode, on one thread: a search is one small batch after another).
+
+Measured (standard rules, ``training.evaluate --episode hand``, duplicate deals, seed 0, one
+worker on a shared 2-core machine; see the report figures in ``benchmarks/psearch_leaf.py``):
+the numbers are in that script's docstring and in the README's search section.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rummy500_env.agents.bot import Bot
+from rummy500_env.agents.playout import play_out
+from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.game import Game
+from rummy500_env.engine.notation import Action
+from rummy500_env.engine.rules import Rules
+from rummy500_env.engine.seat_view import SeatView
+
+LEAVES = ("value", "rollout", "playout")
+"""How a simulation values what follows a candidate (module docstring)."""
+DEFAULT_MS = 200
+"""Milliseconds a decision when neither `ms` nor `simulations` is given."""
+C_VISIT = 50.0
+"""σ's visit offset (the paper's c_visit)."""
+POLICY_STEPS_CAP = 400
+"""Policy moves a simulation plays at most (a hand is far shorter): a guard, not a horizon."""
+WORLDS_A_BATCH = 8
+"""Worlds evaluated in one batch under a time budget (the clock is read between batches)."""
+SAFETY = 0.9
+"""Share of a millisecond budget the search plans to spend; the rest is for the final choice
+and for the estimate of a simulation's cost being a little short."""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One search (`PolicySearchAgent.analyse`): its choice, and per legal action (in
+    action-id order, as `ids`) the prior, the improved policy, the visits and q̂."""
+
+    action: Action
+    """The action chosen (what `decide` plays)."""
+    ids: list[int]
+    """The legal actions' ids."""
+    prior: np.ndarray[Any, Any]
+    """The policy's probabilities over the legal actions."""
+    improved: np.ndarray[Any, Any]
+    """softmax(logits + σ(completed Q)) (§4): a policy target for the network."""
+    value: float
+    """The value of the position under the improved policy (hand points / 100)."""
+    visits: np.ndarray[Any, Any]
+    """Simulations each action got."""
+    q: np.ndarray[Any, Any]
+    """Each visited action's mean value (0 where unvisited)."""
+
+
+class PolicySearchError(Rummy500Error):
+    """A search set up with arguments it cannot use; says what is allowed."""
+
+
+class PolicySearchAgent(Bot):
+    """Policy-guided determinized search with Gumbel sequential halving (module docstring).
+
+    Args:
+        rules: the rules the agent plays.
+        policy: the policy that guides and values the search: a `PolicyAgent`, the path of a
+            policy file, or a shipped policy's name; None: the shipped policy made for `rules`
+            (as the agent spec ``model`` picks it).
+        ms: time budget a decision in milliseconds (default `DEFAULT_MS` when `simulations` is
+            None).
+        simulations: simulations a decision instead of a time budget (one world × one
+            candidate each).
+        candidates: m, the actions searched at the root.
+        leaf: how a simulation values what follows a candidate: one of `LEAVES`.
+        gumbel: add Gumbel noise to the logits at the root (the paper's choice); False takes
+            the top m by prior and plays deterministically but for the worlds drawn.
+        c_scale: σ's scale: how much a unit of q̂ (100 hand points) weighs against the logits.
+        seed: seeds the worlds and the noise.
+        clock: the clock a millisecond budget is read on (seconds; tests inject their own).
+    """
+
+    def __init__(
+        self,
+        rules: Rules | str | dict[str, Any] = "standard",
+        policy: Any = None,
+        ms: float | None = None,
+        simulations: int | None = None,
+        candidates: int = 8,
+        leaf: str = "value",
+        gumbel: bool = True,
+        c_scale: float = 1.0,
+        seed: int | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        super().__init__(rules)
+        if leaf not in LEAVES:
+            raise PolicySearchError(f"leaf {leaf!r} is unknown: use one of {', '.join(LEAVES)}")
+        if ms is not None and simulations is not None:
+            raise PolicySearchError("give a budget in ms or in simulations, not both")
+        if ms is not None and not ms > 0:
+            raise PolicySearchError(f"ms must be a positive number of milliseconds, not {ms!r}")
+        if simulations is not None and (type(simulations) is not int or simulations < 1):
+            raise PolicySearchError(
+                f"simulations must be a positive whole number, not {simulations!r}"
+            )
+        if type(candidates) is not int or candidates < 1:
+            raise PolicySearchError(
+                f"candidates must be a positive whole number, not {candidates!r}"
+            )
+        if not c_scale >= 0:
+            raise PolicySearchError(f"c_scale must be a number >= 0, not {c_scale!r}")
+        if ms is None and simulations is None:
+            ms = float(DEFAULT_MS)
+        self.ms, self.simulations = ms, simulations
+        self.candidates, self.leaf, self.gumbel, self.c_scale = candidates, leaf, gumbel, c_scale
+        self.policy = _load_policy(policy, self.rules)
+        self.network = self.policy.network
+        self.has_value = hasattr(self.network, "forward_with_value")
+        if leaf == "value" and not self.has_value:
+            raise PolicySearchError(
+                f"leaf 'value' needs a policy with a value head (the 'cards' network); "
+                f"{self.policy!r} has none: use leaf 'rollout' or 'playout'"
+            )
+        self.rng = random.Random(seed)
+        self.clock = clock
+        self.last_simulations = 0
+        """Simulations of the last decision (for tests and benchmarks)."""
+        self.last_worlds: list[Game] = []
+        """The worlds the last decision sampled, as dealt (for tests)."""
+
+    # --- the decision ----------------------------------------------------------------------
+
+    def decide(self, view: SeatView, legal: Sequence[Action]) -> Action:
+        start = self.clock()
+        ordered = self.ordered(view, legal)
+        self.last_simulations = 0
+        self.last_worlds = []
+        if len(ordered) == 1:
+            return ordered[0]  # nothing to search
+        with _one_torch_thread():
+            return self._search(view, ordered, start).action
+
+    def analyse(self, view: SeatView, legal: Sequence[Action]) -> SearchResult:
+        """The search's choice with its improved policy and value (for labelling positions,
+        expert iteration): `decide` plus what §4 of the paper derives from the same search."""
+        start = self.clock()
+        ordered = self.ordered(view, legal)
+        self.last_simulations = 0
+        self.last_worlds = []
+        with _one_torch_thread():
+            return self._search(view, ordered, start)
+
+    def _search(self, view: SeatView, legal: list[Action], start: float) -> SearchResult:
+        first = self._world(view)
+        root = self.encoder.encode(first, view.seat)
+        ids = [self.codec.encode(view, a) for a in legal]
+        raw, root_value = self._forward(root[None])
+        logits = raw[0][ids].astype(np.float64)
+        logits = logits - logits.max()
+        logits = logits - math.log(float(np.exp(logits).sum()))  # log prior over the legal
+        g = self._gumbel(len(legal)) if self.gumbel else np.zeros(len(legal))
+        m = min(self.candidates, len(legal))
+        if self.simulations is not None:
+            m = min(m, max(2, self.simulations))
+        alive = sorted(range(len(legal)), key=lambda i: (-(g[i] + logits[i]), i))[:m]
+        totals = np.zeros(len(legal))
+        visits = np.zeros(len(legal), dtype=np.int64)
+        rounds = max(1, math.ceil(math.log2(m))) if m > 1 else 0
+        deadline = None if self.ms is None else start + SAFETY * self.ms / 1000
+        cost: float | None = None  # seconds a simulation, once measured
+        spare = [first]  # sampled, not yet searched
+
+        def simulate(n: int) -> None:
+            """n fresh worlds, every alive candidate in each (one batched evaluation)."""
+            worlds = [spare.pop() if spare else self._world(view) for _ in range(n)]
+            self.last_worlds += [w.copy() for w in worlds]
+            values = self._evaluate(worlds, [legal[i] for i in alive], view.seat)
+            for j, i in enumerate(alive):
+                totals[i] += values[:, j].sum()
+                visits[i] += n
+            self.last_simulations += n * len(alive)
+
+        for r in range(rounds):
+            if len(alive) == 1:
+                break
+            if deadline is None:  # §3.2: n / (⌈log₂ m⌉ k) each, within what is left
+                assert self.simulations is not None
+                left = self.simulations - self.last_simulations
+                if left < len(alive):
+                    break
+                simulate(max(1, left // ((rounds - r) * len(alive))))
+            else:
+                if cost is None:  # the first world measures what a simulation costs
+                    t0 = self.clock()
+                    simulate(1)
+                    cost = max(self.clock() - t0, 1e-6) / len(alive)
+                share = (deadline - self.clock()) / (rounds - r)
+                want = int(share / (cost * len(alive))) - (1 if r == 0 else 0)
+                share_end = self.clock() + share
+                while want > 0 and self.clock() < share_end:
+                    n = min(want, WORLDS_A_BATCH)
+                    simulate(n)
+                    want -= n
+                if self.clock() >= deadline:  # out of time: the best so far
+                    break
+            alive = self._best(alive, g, logits, totals, visits, max(1, len(alive) // 2))
+        choice = self._best(alive, g, logits, totals, visits, 1)[0]
+        improved, value = self._improved(logits, totals, visits, float(root_value[0]))
+        return SearchResult(
+            action=legal[choice],
+            ids=ids,
+            prior=np.exp(logits),
+            improved=improved,
+            value=value,
+            visits=visits,
+            q=np.divide(totals, visits, out=np.zeros(len(legal)), where=visits > 0),
+        )
+
+    def _improved(
+        self,
+        logits: np.ndarray[Any, Any],
+        totals: np.ndarray[Any, Any],
+        visits: np.ndarray[Any, Any],
+        root_value: float,
+    ) -> tuple[np.ndarray[Any, Any], float]:
+        """The improved policy softmax(logits + σ(completed Q)) and the value under it
+        (§4 and Appendix D: an unvisited action's Q is the mixed value v_mix of the network's
+        value and the visited actions' q̂, weighted by their prior)."""
+        seen = visits > 0
+        q = np.divide(totals, visits, out=np.zeros(len(logits)), where=seen)
+        prior = np.exp(logits)
+        n = float(visits.sum())
+        if seen.any():
+            visited = float((prior[seen] * q[seen]).sum() / prior[seen].sum())
+            v_mix = (root_value + n * visited) / (1 + n)
+        else:
+            v_mix = root_value
+        completed = np.where(seen, q, v_mix)
+        z = logits + (C_VISIT + float(visits.max())) * self.c_scale * completed
+        improved = np.exp(z - z.max())
+        improved /= improved.sum()
+        return improved.astype(np.float32), float((improved * completed).sum())
+
+    def _best(
+        self,
+        alive: list[int],
+        g: np.ndarray[Any, Any],
+        logits: np.ndarray[Any, Any],
+        totals: np.ndarray[Any, Any],
+        visits: np.ndarray[Any, Any],
+        keep: int,
+    ) -> list[int]:
+        """The `keep` of `alive` with the largest g + logits + σ(q̂) (ties: action-id order)."""
+        most = float(visits.max())
+        scale = (C_VISIT + most) * self.c_scale
+
+        def score(i: int) -> float:
+            q = totals[i] / visits[i] if visits[i] else 0.0
+            return float(g[i] + logits[i] + scale * q)
+
+        return sorted(alive, key=lambda i: (-score(i), i))[:keep]
+
+    def _gumbel(self, n: int) -> np.ndarray[Any, Any]:
+        """n standard Gumbel draws from the agent's seeded generator."""
+        return np.array([-math.log(-math.log(self.rng.random() or 1e-300)) for _ in range(n)])
+
+    def _world(self, view: SeatView) -> Game:
+        """A world the seat cannot tell from the real position (`Game.from_seat_view`)."""
+        return Game.from_seat_view(view, self.rng, check=False)
+
+    # --- valuing a candidate -----------------------------------------------------------------
+
+    def _evaluate(self, worlds: list[Game], cands: list[Action], seat: int) -> np.ndarray[Any, Any]:
+        """Each candidate's value in each world (rows: worlds; hand points / 100 for `seat`),
+        all their network calls batched."""
+        games = []
+        for world in worlds:
+            for a in cands:
+                g = world.copy()
+                g.play_unchecked(a)
+                games.append(g)
+        out = np.zeros(len(games))
+        if self.leaf == "playout":
+            for w in range(len(worlds)):
+                seed = self.rng.getrandbits(32)  # the same playout randomness for each candidate
+                for j in range(len(cands)):
+                    k = w * len(cands) + j
+                    out[k] = play_out(games[k], random.Random(seed), self.values, seat) / 100
+        elif self.leaf == "rollout":
+            self._advance(games, lambda g: g.is_hand_over)
+            out[:] = [hand_value(g, seat) for g in games]
+        else:
+            self._advance(games, lambda g: g.is_hand_over or g.current_player == seat)
+            pending = []
+            for k, g in enumerate(games):
+                if g.is_hand_over:
+                    out[k] = hand_value(g, seat)
+                else:
+                    pending.append(k)
+            if pending:
+                obs = np.stack([self.encoder.encode(games[k], seat) for k in pending])
+                out[pending] = self._values(obs)
+        return out.reshape(len(worlds), len(cands))
+
+    def _advance(self, games: list[Game], stop: Callable[[Game], bool]) -> None:
+        """Let the policy play greedily, one batched forward a step, in every game until
+        `stop` holds for it."""
+        for _ in range(POLICY_STEPS_CAP):
+            active = [g for g in games if not stop(g)]
+            if not active:
+                return
+            obs = np.stack([self.encoder.encode(g, g.current_player) for g in active])
+            rows = self._logits(obs)
+            for g, row in zip(active, rows, strict=True):
+                ids = self.codec.legal_ids(g)
+                best = ids[int(np.argmax(row[ids]))]
+                g.play_unchecked(self.codec.decode(g, best))
+
+    # --- the network ---------------------------------------------------------------------------
+
+    def _forward(
+        self, obs: np.ndarray[Any, Any]
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """(logits, values) of a batch of observations in one forward; the values are 0 for
+        a network without a value head."""
+        import torch
+
+        with torch.inference_mode():
+            x = torch.from_numpy(obs)
+            if self.has_value:
+                logits, values = self.network.forward_with_value(x)
+                return np.asarray(logits.numpy()), np.asarray(values.numpy())
+            return np.asarray(self.network(x).numpy()), np.zeros(len(obs), dtype=np.float32)
+
+    def _logits(self, obs: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        import torch
+
+        with torch.inference_mode():
+            out = self.network(torch.from_numpy(obs))
+        return np.asarray(out.numpy())
+
+    def _values(self, obs: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return self._forward(obs)[1]
+
+    def __repr__(self) -> str:
+        budget = f"{self.simulations} simulations" if self.ms is None else f"{self.ms:g} ms"
+        return f"PolicySearchAgent({budget}, {self.policy.path!r}, leaf={self.leaf!r})"
+
+
+def hand_value(g: Game, seat: int) -> float:
+    """`seat`'s hand score minus the others' mean, / 100 (the value head's unit): a
+    simulation's value once the hand is over, and the outcome a label learns from."""
+    scores = g.hand_scores()
+    n = len(scores)
+    return (scores[seat] - (sum(scores) - scores[seat]) / (n - 1)) / 100
+
+
+def _load_policy(policy: Any, rules: Rules) -> Any:
+    """A `PolicyAgent` for `rules` from an agent, a file, a shipped name or None (the shipped
+    policy made for `rules`)."""
+    from rummy500_env.agents.policy import PolicyAgent, shipped_for
+
+    if isinstance(policy, PolicyAgent):
+        return policy
+    if policy is None:
+        policy = shipped_for(rules)
+    return PolicyAgent.load(policy, rules=rules, deterministic=True)
+
+
+@contextlib.contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """Torch on one thread while a decision searches: its forwards are small batches one
+    after another, which more threads only slow (and a match's workers fill the cores)."""
+    import torch
+
+    before = torch.get_num_threads()
+    if before != 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if before != 1:
+            torch.set_num_threads(before)
