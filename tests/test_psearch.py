@@ -47,7 +47,7 @@ def search(**kwargs: Any) -> PolicySearchAgent:
 def test_a_hand_against_expert_plays_legal_moves_only() -> None:
     """Every move of a whole hand is legal: the engine refuses an illegal one (arena plays
     through the env, which checks), for each way of valuing a candidate."""
-    for leaf in ("value", "playout"):
+    for leaf in ("value", "turn", "playout"):
         agents = [search(leaf=leaf), ExpertAgent(RULES)]
         result = play(agents, RULES, seed=11, episode="hand")
         assert len(result.hand_scores) == 1
@@ -73,7 +73,7 @@ def test_jokers_and_calls_search_with_their_shipped_policy() -> None:
 
 
 def test_same_seed_same_moves(positions: list[Game]) -> None:
-    for leaf in ("value", "playout"):
+    for leaf in ("value", "turn", "playout"):
         a, b = search(leaf=leaf), search(leaf=leaf)
         for g in positions[:12]:
             view, legal = g.seat_view(g.current_player), g.legal_actions()

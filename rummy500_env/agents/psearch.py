@@ -29,6 +29,9 @@ others' mean, as the policy's value head was trained):
 ``value``   the policy plays the other seats (greedily) until the searching seat is to act
             again, or the hand ends; then the network's value head on the seat's observation
             (the exact score if the hand is over);
+``turn``    at two players: the value head at the position right after the candidate, for
+            whichever seat acts there (the opponent's value negated: a hand-score difference
+            is zero-sum), so the opponent's turn is not played; at more players as ``value``;
 ``rollout`` the policy plays every seat, greedily, to the end of the hand: the exact score;
 ``playout`` the compiled greedy playout of `SearchAgent` (`agents.playout`) to the end of the
             hand: the exact score.
@@ -61,7 +64,7 @@ from rummy500_env.engine.notation import Action
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.seat_view import SeatView
 
-LEAVES = ("value", "rollout", "playout")
+LEAVES = ("value", "turn", "rollout", "playout")
 """How a simulation values what follows a candidate (module docstring)."""
 DEFAULT_MS = 200
 """Milliseconds a decision when neither `ms` nor `simulations` is given."""
@@ -159,10 +162,10 @@ class PolicySearchAgent(Bot):
         self.policy = _load_policy(policy, self.rules)
         self.network = self.policy.network
         self.has_value = hasattr(self.network, "forward_with_value")
-        if leaf == "value" and not self.has_value:
+        if leaf in ("value", "turn") and not self.has_value:
             raise PolicySearchError(
-                f"leaf 'value' needs a policy with a value head (the 'cards' network); "
-                f"{self.policy!r} has none: use leaf 'rollout' or 'playout'"
+                "leaves 'value' and 'turn' need a policy with a value head (the 'cards' "
+                f"network); {self.policy!r} has none: use leaf 'rollout' or 'playout'"
             )
         self.rng = random.Random(seed)
         self.clock = clock
@@ -333,16 +336,22 @@ class PolicySearchAgent(Bot):
             self._advance(games, lambda g: g.is_hand_over)
             out[:] = [hand_value(g, seat) for g in games]
         else:
-            self._advance(games, lambda g: g.is_hand_over or g.current_player == seat)
+            passing = self.leaf == "turn" and self.rules.players == 2
+            if not passing:
+                self._advance(games, lambda g: g.is_hand_over or g.current_player == seat)
             pending = []
             for k, g in enumerate(games):
                 if g.is_hand_over:
                     out[k] = hand_value(g, seat)
                 else:
                     pending.append(k)
-            if pending:
-                obs = np.stack([self.encoder.encode(games[k], seat) for k in pending])
-                out[pending] = self._values(obs)
+            if pending:  # the value of the seat to act: the opponent's is the negation of ours
+                who = [games[k].current_player for k in pending]
+                obs = np.stack(
+                    [self.encoder.encode(games[k], p) for k, p in zip(pending, who, strict=True)]
+                )
+                sign = np.array([1.0 if p == seat else -1.0 for p in who])
+                out[pending] = sign * self._values(obs)
         return out.reshape(len(worlds), len(cands))
 
     def _advance(self, games: list[Game], stop: Callable[[Game], bool]) -> None:
