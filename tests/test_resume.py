@@ -138,3 +138,62 @@ def test_a_run_whose_snapshot_file_is_gone_says_which(
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1, err
     assert gone in err and "missing" in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--rules", "nordic,target=100"], ["rules", "scoring='fives'", "scoring='pip'"]),
+        (["--rules", "standard,players=3,target=100"], ["rules", "players=3", "players=2"]),
+        (["--rules", "standard"], ["rules", "target=500", "target=100"]),
+        (["--episode", "game"], ["episode='game'", "episode='hand'"]),
+        (["--channels", "16"], ["network", "channels=16", "channels=4"]),
+        (["--network", "mlp"], ["network", "network='mlp'", "network='cards'"]),
+    ],
+)
+def test_a_resume_that_changes_what_the_run_is_made_of_is_refused_before_any_work(
+    finished: Path, flags: list[str], words: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rummy500_env.training.common import ConfigError
+    from rummy500_env.training.ppo import parse_args
+
+    with pytest.raises(ConfigError) as refused:  # parsing: before any folder or model
+        parse_args(["--resume", str(finished), *flags])
+    for word in words:
+        assert word in str(refused.value), (word, str(refused.value))
+    before = sorted(p.name for p in finished.rglob("*"))
+    assert main(["--resume", str(finished), *flags]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: ") and err.count("\n") == 1, (out, err)
+    assert "unreadable" not in err and "start it again" not in err
+    assert sorted(p.name for p in finished.rglob("*")) == before
+
+
+def test_the_same_rules_written_another_way_and_budgets_and_workers_may_change(
+    finished: Path,
+) -> None:
+    from rummy500_env.training.ppo import parse_args
+
+    flags = ["--rules", '{"target": 100}', "--total-timesteps", "999", "--collect-workers", "2"]
+    flags += ["--threads", "2", "--eval-games", "3", "--learning-rate", "0.001", "--n-games", "6"]
+    flags += ["--net-arch", "32", "32"]  # the mlp's field: the card network ignores it
+    args, resuming = parse_args(["--resume", str(finished), *flags])
+    assert resuming and args.total_timesteps == 999 and args.collect_workers == 2
+
+
+def test_a_run_of_another_encoding_is_refused_naming_it(finished: Path, tmp_path: Path) -> None:
+    from rummy500_env.training.common import ConfigError
+    from rummy500_env.training.ppo import parse_args
+
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    state = json.loads((run / "state.json").read_text())
+    assert state["encoding"]["action_size"] == 360  # recorded by the run
+    state["encoding"]["action_size"] = 300
+    (run / "state.json").write_text(json.dumps(state))
+    with pytest.raises(ConfigError, match=r"encoding.*action_size=360.*action_size=300"):
+        parse_args(["--resume", str(run)])
+    # a state from before runs recorded it: the encoding of the run's own policy files
+    del state["encoding"]
+    (run / "state.json").write_text(json.dumps(state))
+    assert parse_args(["--resume", str(run)])[1]

@@ -20,6 +20,7 @@ read as a script about its own algorithm.
 from __future__ import annotations
 
 import abc
+import copy
 import csv
 import dataclasses
 import json
@@ -40,6 +41,7 @@ from rummy500_env.agents.policy import current_encoding, save_policy
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec
 from rummy500_env.engine.errors import RulesError, Rummy500Error
 from rummy500_env.engine.rules import Rules
+from rummy500_env.rl.observation import FEATURE_VERSIONS
 from rummy500_env.training.tournament import Config, run
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
@@ -269,18 +271,109 @@ def command_line(cls: type[A], argv: list[str], description: str | None) -> tupl
     resume = _pop_option(argv, "--resume")
     config = _pop_option(argv, "--config")
     if resume is not None:
-        saved = Path(resume) / "config.json"
-        if not saved.is_file():
+        config_file = Path(resume) / "config.json"
+        if not config_file.is_file():
             raise ConfigError(f"--resume {resume!r}: no run there (no config.json)")
-        base = args_of(cls, json.loads(saved.read_text()))
+        base = args_of(cls, read_json(config_file))
     else:
         base = args_of(cls, load_yaml(config or cls.TRAINER))
     prog = f"python -m training.{cls.TRAINER}"
+    saved = copy.deepcopy(base)
     args = tyro.cli(cls, default=base, args=argv, prog=prog, description=description)
     if resume is not None:
         args.run_dir = resume
     args.validate()
+    if resume is not None:
+        check_resume(saved, args, Path(resume))
     return args, resume is not None
+
+
+NETWORK_FLAGS = "--network, --channels, --blocks, --hidden, --net-arch or --activation"
+"""The flags of the network's shape, which a resumed run keeps."""
+
+
+def check_resume(saved: TrainArgs, args: TrainArgs, run: Path) -> None:
+    """Raise `ConfigError` unless `args` (the run's ``config.json`` with the flags given again)
+    keep what the run's checkpoints and snapshots are made of: its rules, its episode (the
+    returns its value head learned), its network's shape and the encodings of observations
+    and actions. Called while parsing, before any folder, model or game is made. Budgets,
+    intervals, workers, opponents, evaluations and hyperparameters may change on a resume."""
+    where = f"--resume {str(run)!r}"
+    try:
+        theirs = saved.game_rules()
+    except RulesError as e:
+        raise ConfigError(f"{where}: the rules in its config.json are unreadable: {e}") from None
+    changed = differences(args.game_rules().to_dict(), theirs.to_dict())
+    if changed:
+        raise ConfigError(
+            f"{where}: rules differ from the run's: {changed}; a run resumes with its own rules "
+            "(drop --rules); to train for other rules, start a new run"
+        )
+    if args.episode != saved.episode:
+        raise ConfigError(
+            f"{where}: {differences({'episode': args.episode}, {'episode': saved.episode})}; "
+            "its value head learned that episode's returns: drop --episode, or start a new run "
+            "from its policy (--init-policy RUN/policy.pt)"
+        )
+
+    def shape(spec: dict[str, Any]) -> dict[str, Any]:
+        return {("network" if k == "kind" else k): v for k, v in spec.items()}
+
+    changed = differences(shape(args.network_spec()), shape(saved.network_spec()))
+    if changed:
+        raise ConfigError(
+            f"{where}: network differs from the run's: {changed}; its checkpoints hold that "
+            f"network's weights: drop the {NETWORK_FLAGS} given"
+        )
+    stored = run_encoding(run)
+    if stored is not None:
+        now = current_encoding(args.game_rules())
+        if stored.get("observation_version") in FEATURE_VERSIONS:  # the same features
+            stored = stored | {"observation_version": now["observation_version"]}
+        changed = differences(now, {k: stored.get(k) for k in now}, given="in this package")
+        if changed:
+            raise ConfigError(
+                f"{where}: the encoding of observations and actions differs from the run's: "
+                f"{changed}; this package cannot continue it: resume it with the package version "
+                "that started it, or start a new run"
+            )
+
+
+def differences(ours: dict[str, Any], run: dict[str, Any], given: str = "given") -> str:
+    """The fields whose values differ, each with both values: "players=3 given, players=2 in
+    the run; ..." (empty when none)."""
+    return "; ".join(
+        f"{k}={ours.get(k)!r} {given}, {k}={run.get(k)!r} in the run"
+        for k in sorted(set(ours) | set(run))
+        if ours.get(k) != run.get(k)
+    )
+
+
+def run_encoding(run: Path) -> dict[str, Any] | None:
+    """The observation and action encoding a run was trained with: its ``state.json`` says
+    (runs record it), or, for a run from before, the metadata of a policy file it wrote (its
+    snapshots, its evaluation policy); None when neither says."""
+    from rummy500_env.agents.policy import load_policy_file
+
+    state = run / "state.json"
+    if state.is_file():
+        recorded = read_json(state).get("encoding")
+        if isinstance(recorded, dict):
+            return recorded
+    for path in [*sorted(run.glob("snapshots/*.pt"), reverse=True), run / "eval_policy.pt"]:
+        try:
+            encoding = load_policy_file(path)["metadata"].get("encoding")
+        except Rummy500Error:
+            continue
+        if isinstance(encoding, dict):
+            return encoding
+    return None
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A run's JSON file (``config.json``, ``state.json``) as a dict."""
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
 
 
 def _pop_option(argv: list[str], name: str) -> str | None:

@@ -516,9 +516,11 @@ class Trainer:
             self.state = load_checkpoint(self.run.path, self.model, self.optimizer, args)
             named = [run_snapshot(s, self.run.path) for s in self.state["snapshots"]]
             self.state["snapshots"] = named
+            self.state["encoding"] = current_encoding(args.game_rules())  # checked on parsing
             print(f"resumed from {self.state['checkpoint']} at {self.state['timesteps']} timesteps")
         else:
             self.state = {"timesteps": 0, "updates": 0, "snapshots": [], "wall_s": 0.0}
+            self.state["encoding"] = current_encoding(args.game_rules())  # checked on resume
         snapshots = self.snapshot_files()
         games_seed = args.seed * 7919 + self.state["updates"]  # fresh deals after a resume
         sampling_seed = args.seed + self.state["updates"]

@@ -707,10 +707,12 @@ def learn(algo: Any, args: Args, run: RunFolder, resume: bool, began: float) -> 
         state = run.checkpoints.load(lambda path: restore(algo, path, args))
         print(f"resumed from {state['checkpoint']} at {state['timesteps']} env steps")
         state["network"] = args.network_spec()  # a checkpoint from before it had none: mlp
+        state["encoding"] = current_encoding(args.game_rules())  # checked on parsing
     else:
         state = {"timesteps": 0, "iterations": 0, "checkpoint": None, "next_snapshot": 0}
         state |= {"snapshots": {}, "wall_s": 0.0, "learner_steps": 0}
         state["network"] = args.network_spec()  # checked on resume (`check_network`)
+        state["encoding"] = current_encoding(args.game_rules())  # and this (`check_resume`)
         take_snapshot(algo, state, args)  # every frozen copy starts as the initial learner
     iterate(algo, args, run, state)
     state["wall_s"] = state.get("wall_s", 0.0) + time.time() - began
