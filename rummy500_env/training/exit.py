@@ -1,0 +1,499 @@
+"""``python -m training.exit``: expert iteration (Anthony et al. 2017, "Thinking Fast and Slow
+with Deep Learning and Tree Search"), with the policy-guided search as the expert.
+
+Each round:
+
+1. **Label.** Self-play hands in which every seat's move is chosen by `PolicySearchAgent`
+   searching with the current network (Gumbel sequential halving: its choice explores). Every
+   decision with more than one legal action becomes a labelled position: the observation and
+   mask, the search's improved policy (softmax of the prior logits plus σ of the completed
+   values, Danihelka et al. 2022, §4) and its value, and, when the hand ends, the hand's
+   outcome for that seat. Labelling is the cost, so it runs in parallel workers: local
+   processes by default, Ray tasks with ``--ray`` (and ``--address`` to join a cluster), one
+   interface (`Workers`) over both.
+2. **Learn.** The network is trained on the last ``replay_rounds`` rounds of labels: cross
+   entropy to the improved policy, and squared error of the value head to
+   ``value_mix`` × the search's value + (1 − ``value_mix``) × the hand's outcome.
+3. The next round searches with the new network.
+
+It starts from a trained policy (``init_policy``; by default the shipped policy made for the
+table): a search guided by an untrained network is no expert. A run folder holds what
+`training.ppo`'s does (``config.json``, ``state.json``, ``checkpoints/``, ``tb/``,
+``evaluations.csv``, ``policy.pt``) plus ``labels/`` (the replay, one ``.npz`` a round) and
+``current.pt`` (the policy the workers search with).
+
+    python -m training.exit                                   # the packaged config "exit"
+    python -m training.exit --total-timesteps 40000 --workers 2 --simulations 32
+    python -m training.exit --ray --address auto              # label on a Ray cluster
+    python -m training.exit --resume runs/exit_standard_hand_s0
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from rummy500_env.agents.policy import PolicyAgent, load_policy_file, shipped_for
+from rummy500_env.agents.psearch import LEAVES, PolicySearchAgent, hand_value
+from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.game import Game
+from rummy500_env.engine.rules import Rules
+from rummy500_env.rl.actions import ActionCodec
+from rummy500_env.rl.observation import ObservationEncoder
+from rummy500_env.training.common import (
+    ConfigError,
+    Every,
+    RunFolder,
+    TrainArgs,
+    command_line,
+    export_policy,
+    require,
+    require_positive_ints,
+)
+from rummy500_env.training.tournament import one_torch_thread
+
+MASKED = -1e9
+"""The logit of an illegal action."""
+FIELDS = ("obs", "mask", "policy", "search_value", "outcome")
+"""The arrays of a batch of labels (`label_hands`)."""
+
+
+@dataclass
+class Args(TrainArgs):
+    """Expert iteration for Rummy 500: a policy-guided search labels self-play positions and
+    the network learns its improved policy and values."""
+
+    TRAINER = "exit"
+    STEPS = "labels"
+
+    init_policy: str | None = None
+    """The policy to improve (a policy file or a shipped name); None: the shipped policy made
+    for the rules. It needs a value head (the ``cards`` network)."""
+    labels_per_round: int = 4096
+    """Labelled positions a round (split between the workers)."""
+    simulations: int = 32
+    """Search simulations a labelled decision (one world × one candidate each)."""
+    candidates: int = 8
+    """Actions the search considers at the root."""
+    leaf: str = "value"
+    """How the search values what follows a candidate (`PolicySearchAgent`)."""
+    workers: int = 2
+    """Labelling processes (or Ray tasks in flight with ``ray``)."""
+    ray: bool = False
+    """Label on Ray (a local instance of ``workers`` CPUs, or the cluster at ``address``)."""
+    address: str | None = None
+    """With ``ray``: the cluster to join (``auto``, or host:port)."""
+    replay_rounds: int = 3
+    """Rounds of labels the network learns from (the newest)."""
+    n_epochs: int = 2
+    """Passes over the replay a round."""
+    minibatch_size: int = 512
+    """Labels a gradient step."""
+    learning_rate: float = 1e-4
+    """Adam step size."""
+    value_coef: float = 1.0
+    """Weight of the value loss."""
+    value_mix: float = 0.5
+    """Value target: this share of the search's value, the rest the hand's outcome."""
+    max_grad_norm: float = 0.5
+    """Gradient norm clip."""
+    threads: int = 2
+    """Torch threads of the update."""
+    progress: bool = True
+    """Print a line a round."""
+
+    def policy_name(self) -> str:
+        """The policy the run starts from (`init_policy`, or the table's shipped one)."""
+        return self.init_policy or shipped_for(self.game_rules())
+
+    def network_spec(self) -> dict[str, Any]:
+        """The starting policy's network: expert iteration keeps its architecture."""
+        spec: dict[str, Any] = load_policy_file(_policy_file(self.policy_name()))["metadata"][
+            "network"
+        ]
+        return spec
+
+    def validate(self) -> None:
+        """Raise `ConfigError` for values that cannot train, naming what is allowed."""
+        super().validate()
+        require(self, self.episode == "hand", "episode", "expert iteration labels hands: 'hand'")
+        require_positive_ints(
+            self,
+            "labels_per_round",
+            "simulations",
+            "candidates",
+            "workers",
+            "replay_rounds",
+            "n_epochs",
+            "minibatch_size",
+            "threads",
+        )
+        require(self, self.leaf in LEAVES, "leaf", f"use one of {LEAVES}")
+        require(self, 0 < self.learning_rate < 1, "learning_rate", "use a number in (0, 1)")
+        require(self, self.value_coef >= 0, "value_coef", "use a number >= 0")
+        require(self, 0 <= self.value_mix <= 1, "value_mix", "use a number in [0, 1]")
+        require(self, self.max_grad_norm > 0, "max_grad_norm", "use a number > 0")
+        require(
+            self,
+            self.address is None or self.ray,
+            "address",
+            "an address is for a Ray cluster: add --ray",
+        )
+        try:
+            PolicyAgent.load(self.policy_name(), rules=self.game_rules())
+        except Rummy500Error as e:
+            raise ConfigError(f"init_policy={self.init_policy!r} cannot be used: {e}") from None
+        if self.network_spec().get("kind") != "cards":
+            raise ConfigError(
+                f"init_policy={self.policy_name()!r} has network {self.network_spec()}: expert "
+                "iteration trains the value head, which only the 'cards' network has"
+            )
+
+
+def _policy_file(name_or_path: str) -> Path:
+    from rummy500_env.agents.policy import policy_path
+
+    return policy_path(name_or_path)
+
+
+def parse_args(argv: list[str]) -> tuple[Args, bool]:
+    """(args, resuming) from the command line (see `common.command_line`)."""
+    return command_line(Args, argv, __doc__)
+
+
+# --- labelling (runs in the workers)
+
+
+@dataclass(frozen=True)
+class LabelTask:
+    """One worker's share of a round: hands searched with the policy in `policy` (the file's
+    bytes, so a Ray node needs no shared filesystem), until `labels` positions are labelled."""
+
+    rules: str
+    policy: bytes
+    simulations: int
+    candidates: int
+    leaf: str
+    seed: int
+    labels: int
+
+
+def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
+    """Play self-play hands with the search in every seat and return the labelled positions
+    (`FIELDS`; the last hand is played to its end, so there may be a few more than asked)."""
+    rules = Rules.parse(task.rules)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "policy.pt"
+        path.write_bytes(task.policy)
+        policy = PolicyAgent.load(path, rules=rules)
+    search = PolicySearchAgent(
+        rules,
+        policy=policy,
+        simulations=task.simulations,
+        candidates=task.candidates,
+        leaf=task.leaf,
+        seed=task.seed,
+    )
+    encoder, codec = ObservationEncoder(rules), ActionCodec(rules)
+    deals = random.Random(task.seed)
+    rows: dict[str, list[Any]] = {k: [] for k in FIELDS}
+    while len(rows["obs"]) < task.labels:
+        game = Game.new(rules, seed=deals.getrandbits(63))
+        seats: list[int] = []
+        while not game.is_hand_over:
+            legal = game.legal_actions()
+            if len(legal) == 1:
+                game.apply(legal[0])
+                continue
+            seat = game.current_player
+            result = search.analyse(game.seat_view(seat), legal)
+            target = np.zeros(codec.size, dtype=np.float32)
+            target[result.ids] = result.improved
+            rows["obs"].append(encoder.encode(game, seat))
+            rows["mask"].append(codec.mask(game).astype(bool))
+            rows["policy"].append(target)
+            rows["search_value"].append(result.value)
+            seats.append(seat)
+            game.apply(result.action)
+        rows["outcome"] += [hand_value(game, seat) for seat in seats]
+    return {
+        "obs": np.stack(rows["obs"]).astype(np.float32),
+        "mask": np.stack(rows["mask"]),
+        "policy": np.stack(rows["policy"]),
+        "search_value": np.asarray(rows["search_value"], dtype=np.float32),
+        "outcome": np.asarray(rows["outcome"], dtype=np.float32),
+    }
+
+
+class Workers:
+    """Where labelling runs: this process (one worker), a local process pool, or Ray. Every
+    task's labels depend on its seed alone, never on where it ran."""
+
+    def __init__(self, args: Args) -> None:
+        self.args = args
+        self.pool: Any = None
+        self.ray: Any = None
+        if args.ray:
+            try:
+                import ray
+            except ModuleNotFoundError:
+                raise ConfigError(
+                    'training.exit --ray needs Ray: pip install "ray[default]" (or the rllib '
+                    'extra: pip install torch==2.13.0 -e ".[rllib]")'
+                ) from None
+            self.joined = not ray.is_initialized()
+            if self.joined:
+                if args.address:
+                    ray.init(address=args.address)
+                else:
+                    ray.init(num_cpus=args.workers, include_dashboard=False)
+            self.ray = ray
+        elif args.workers > 1:
+            self.pool = mp.get_context("spawn").Pool(args.workers, initializer=one_torch_thread)
+
+    def label(self, tasks: list[LabelTask]) -> Iterator[dict[str, np.ndarray]]:
+        """Each task's labels, in the order the tasks finish."""
+        if self.ray is not None:
+            remote = self.ray.remote(label_hands)
+            pending = [remote.remote(t) for t in tasks]
+            while pending:
+                done, pending = self.ray.wait(pending, num_returns=1)
+                yield self.ray.get(done[0])
+        elif self.pool is not None:
+            yield from self.pool.imap_unordered(label_hands, tasks)
+        else:
+            before = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                for t in tasks:
+                    yield label_hands(t)
+            finally:
+                torch.set_num_threads(before)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+        if self.ray is not None and self.joined:
+            self.ray.shutdown()
+
+
+# --- learning
+
+
+def value_targets(labels: dict[str, np.ndarray], mix: float) -> np.ndarray:
+    """The value head's target: `mix` of the search's value, the rest the hand's outcome."""
+    return mix * labels["search_value"] + (1 - mix) * labels["outcome"]
+
+
+def exit_update(
+    network: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    labels: dict[str, np.ndarray],
+    args: Args,
+    seed: int,
+) -> dict[str, float]:
+    """`n_epochs` passes over `labels`; returns the last pass's mean losses: the policy's cross
+    entropy to the improved policy, its KL divergence from it, and the value loss."""
+    obs = torch.from_numpy(labels["obs"])
+    masks = torch.from_numpy(labels["mask"])
+    targets = torch.from_numpy(labels["policy"])
+    values = torch.from_numpy(value_targets(labels, args.value_mix).astype(np.float32))
+    entropy_of_targets = -(targets * torch.log(targets.clamp_min(1e-12))).sum(-1)
+    gen = np.random.default_rng(seed)
+    network.train()
+    stats: dict[str, list[float]] = {}
+    for _epoch in range(args.n_epochs):
+        stats = {"policy": [], "kl": [], "value": []}
+        order = torch.as_tensor(gen.permutation(len(obs)))
+        for start in range(0, len(obs), args.minibatch_size):
+            idx = order[start : start + args.minibatch_size]
+            logits, v = network.forward_with_value(obs[idx])  # type: ignore[operator]
+            logp = torch.log_softmax(logits.masked_fill(~masks[idx], MASKED), -1)
+            cross_entropy = -(targets[idx] * logp).sum(-1)
+            policy_loss = cross_entropy.mean()
+            value_loss = 0.5 * ((v - values[idx]) ** 2).mean()
+            loss = policy_loss + args.value_coef * value_loss
+            optimizer.zero_grad()
+            torch.autograd.backward(loss)
+            nn.utils.clip_grad_norm_(network.parameters(), args.max_grad_norm)
+            optimizer.step()
+            stats["policy"].append(policy_loss.item())
+            stats["kl"].append((cross_entropy - entropy_of_targets[idx]).mean().item())
+            stats["value"].append(value_loss.item())
+    network.eval()
+    return {k: float(np.mean(v)) for k, v in stats.items()}
+
+
+def load_replay(files: list[Path]) -> dict[str, np.ndarray]:
+    """The labels of these rounds' files, concatenated."""
+    parts = []
+    for f in files:
+        with np.load(f) as data:
+            parts.append({k: data[k] for k in FIELDS})
+    return {k: np.concatenate([p[k] for p in parts]) for k in FIELDS}
+
+
+# --- the run
+
+
+class Trainer:
+    """A run: its network, optimizer, workers, counters and folder. `train` drives it."""
+
+    def __init__(self, args: Args, resume: bool) -> None:
+        self.args = args
+        random.seed(args.seed)
+        np.random.seed(args.seed)
+        torch.manual_seed(args.seed)
+        torch.set_num_threads(args.threads)
+        start = PolicyAgent.load(args.policy_name(), rules=args.game_rules())
+        self.network: nn.Module = start.network
+        self.optimizer = torch.optim.Adam(self.network.parameters(), lr=args.learning_rate)
+        self.run = RunFolder(args, resume)
+        self.labels_dir = self.run.path / "labels"
+        self.labels_dir.mkdir(exist_ok=True)
+        if resume:
+            self.state = self.run.checkpoints.load(self._read_checkpoint)
+            print(f"resumed from {self.state['checkpoint']} at {self.state['timesteps']} labels")
+            for f in self.labels_dir.glob("round_*.npz"):  # rounds after the checkpoint:
+                if int(f.stem.split("_")[1]) >= self.state["rounds"]:  # labelled again
+                    f.unlink()
+        else:
+            self.state = {"timesteps": 0, "rounds": 0, "wall_s": 0.0, "label_s": 0.0}
+            self.state["init_policy"] = args.policy_name()
+        self.workers = Workers(args)
+
+    def _read_checkpoint(self, path: Path) -> dict[str, Any]:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+        if blob.get("network") != self.args.network_spec():
+            raise ConfigError(
+                f"checkpoint {path} holds network {blob.get('network')} but the run's config "
+                f"asks for {self.args.network_spec()}: resume with the run's own config.json"
+            )
+        self.network.load_state_dict(blob["network_state"])
+        self.optimizer.load_state_dict(blob["optimizer"])
+        torch.set_rng_state(blob["torch_rng"])
+        state: dict[str, Any] = blob["state"]
+        return state
+
+    @property
+    def timesteps(self) -> int:
+        return int(self.state["timesteps"])
+
+    def checkpoint(self) -> None:
+        blob = {
+            "network_state": self.network.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "state": self.state,
+            "network": self.args.network_spec(),
+            "torch_rng": torch.get_rng_state(),
+        }
+        self.run.checkpoints.save(self.state, lambda tmp: torch.save(blob, tmp), suffix=".pt")
+
+    def tasks(self) -> list[LabelTask]:
+        """This round's labelling tasks: the current network, a seed per round and worker."""
+        args = self.args
+        current = self.run.path / "current.pt"
+        export_policy(self.network, args, current, self.timesteps)
+        policy = current.read_bytes()
+        n = args.workers
+        share = math.ceil(args.labels_per_round / n)
+        base = (args.seed * 1_000_003 + self.state["rounds"]) * n
+        search = (args.simulations, args.candidates, args.leaf)
+        return [LabelTask(args.rules, policy, *search, base + w, share) for w in range(n)]
+
+    def round(self) -> dict[str, float]:
+        """Label, store the round's labels, learn from the replay; returns the round's figures."""
+        args, t0 = self.args, time.time()
+        parts = list(self.workers.label(self.tasks()))
+        labels = {k: np.concatenate([p[k] for p in parts]) for k in FIELDS}
+        label_s = time.time() - t0
+        n = len(labels["obs"])
+        path = self.labels_dir / f"round_{self.state['rounds']:05d}.npz"
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez_compressed(tmp, allow_pickle=False, **labels)
+        tmp.replace(path)  # atomic: a round's file is whole or absent
+        files = sorted(self.labels_dir.glob("round_*.npz"))
+        for old in files[: -args.replay_rounds]:
+            old.unlink()
+        t1 = time.time()
+        losses = exit_update(
+            self.network,
+            self.optimizer,
+            load_replay(files[-args.replay_rounds :]),
+            args,
+            args.seed + self.state["rounds"],
+        )
+        self.state["rounds"] += 1
+        self.state["timesteps"] += n
+        self.state["label_s"] += label_s
+        self.state["wall_s"] += time.time() - t0
+        return losses | {
+            "labels_per_s": n / max(label_s, 1e-9),
+            "update_s": time.time() - t1,
+            "search_value": float(labels["search_value"].mean()),
+            "outcome": float(labels["outcome"].mean()),
+        }
+
+    def learn(self) -> None:
+        """Rounds until `total_timesteps` labels, with checkpoints and evaluations each time
+        their interval is passed."""
+        args = self.args
+        checkpoint = Every(args.checkpoint_every, self.timesteps)
+        evaluation = Every(args.eval_every, self.timesteps)
+        while self.timesteps < args.total_timesteps:
+            figures = self.round()
+            for k, v in figures.items():
+                self.run.writer.add_scalar(f"exit/{k}", v, self.timesteps)
+            if args.progress:
+                print(
+                    f"round {self.state['rounds']:>4}  {self.timesteps:>8,} labels  "
+                    f"{figures['labels_per_s']:,.1f} labels/s  policy CE {figures['policy']:.3f}  "
+                    f"KL {figures['kl']:.3f}  value {figures['value']:.4f}",
+                    flush=True,
+                )
+            if checkpoint.due(self.timesteps):
+                self.checkpoint()
+            if self.timesteps < args.total_timesteps and evaluation.due(self.timesteps):
+                self.run.evaluate(self.network, self.timesteps, args.eval_games)
+
+    def close(self) -> None:
+        self.workers.close()
+
+
+def train(args: Args, resume: bool = False) -> Path:
+    """Train (or resume) and return the path of the exported policy."""
+    trainer = Trainer(args, resume)
+    trainer.run.announce()
+    try:
+        trainer.learn()
+    finally:
+        trainer.close()
+    trainer.checkpoint()
+    return trainer.run.finish(trainer.network, trainer.state)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args, resume = parse_args(sys.argv[1:] if argv is None else argv)
+        train(args, resume)
+    except Rummy500Error as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

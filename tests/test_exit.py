@@ -1,0 +1,121 @@
+"""training.exit end to end on a tiny network and budget: label, learn, checkpoint, resume,
+export; the labels are what the search found; bad settings are refused before any work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tyro")
+
+import torch
+
+from rummy500_env import Rules
+from rummy500_env.agents.networks import build_network
+from rummy500_env.agents.policy import PolicyAgent, current_encoding, save_policy
+from rummy500_env.training.common import ConfigError
+from rummy500_env.training.exit import (
+    Args,
+    LabelTask,
+    label_hands,
+    main,
+    parse_args,
+    value_targets,
+)
+
+RULES = Rules()
+SPEC = {"kind": "cards", "channels": 8, "blocks": 1, "hidden": 16}
+
+
+@pytest.fixture(scope="module")
+def tiny_policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small untrained cards network as a policy file (search and training stay fast)."""
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("policy") / "tiny.pt"
+    meta = {"rules": RULES.to_dict(), "encoding": current_encoding(RULES), "network": SPEC}
+    save_policy(path, build_network(RULES, SPEC), meta)
+    return path
+
+
+def tiny(policy: Path, run: Path, *more: str) -> list[str]:
+    return [
+        "--init-policy", str(policy), "--run-dir", str(run),
+        "--total-timesteps", "40", "--labels-per-round", "20", "--simulations", "4",
+        "--candidates", "2", "--workers", "1", "--minibatch-size", "16",
+        "--checkpoint-every", "1", "--eval-every", "1000", "--eval-games", "2",
+        "--final-eval-games", "2", "--eval-bots", "random", "--no-progress", *more,
+    ]  # fmt: skip
+
+
+def test_labels_are_the_searchs_improved_policy_over_legal_actions(tiny_policy: Path) -> None:
+    task = LabelTask("standard", tiny_policy.read_bytes(), 4, 3, "value", seed=3, labels=12)
+    labels = label_hands(task)
+    n = len(labels["obs"])
+    assert n >= 12
+    assert labels["policy"].shape == labels["mask"].shape
+    assert np.allclose(labels["policy"].sum(1), 1, atol=1e-5)
+    assert not (labels["policy"] * ~labels["mask"]).any(), "mass on an illegal action"
+    assert (labels["mask"].sum(1) > 1).all(), "a forced move was labelled"
+    assert np.all(np.abs(labels["outcome"]) < 5) and np.all(np.abs(labels["search_value"]) < 5)
+    again = label_hands(task)
+    for k in labels:
+        assert np.array_equal(labels[k], again[k]), f"{k} differs on the same seed"
+
+
+def test_value_targets_mix_search_and_outcome() -> None:
+    labels = {"search_value": np.array([1.0, 0.0]), "outcome": np.array([0.0, 2.0])}
+    assert value_targets(labels, 0.25).tolist() == [0.25, 1.5]
+
+
+def test_a_run_labels_learns_resumes_and_exports(tiny_policy: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert main(tiny(tiny_policy, run, "--total-timesteps", "20")) == 0
+    state = json.loads((run / "state.json").read_text())
+    assert state["rounds"] == 1 and state["timesteps"] >= 20
+    before = PolicyAgent.load(run / "policy.pt").network.state_dict()
+    start = PolicyAgent.load(tiny_policy).network.state_dict()
+    assert any(not torch.equal(before[k], start[k]) for k in start), "nothing was learned"
+    assert len(list((run / "labels").glob("round_*.npz"))) == 1
+    first = state["timesteps"]  # whole hands are labelled: a round may pass its share
+    assert main(["--resume", str(run), "--total-timesteps", str(first + 1)]) == 0
+    state = json.loads((run / "state.json").read_text())
+    assert state["rounds"] == 2 and state["timesteps"] > first
+    assert len(list((run / "labels").glob("round_*.npz"))) == 2
+    meta = PolicyAgent.load(run / "policy.pt").metadata
+    assert meta["training"]["trainer"] == "exit" and meta["network"] == SPEC
+    assert "evaluation" in meta
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--episode", "game", "episode"),
+        ("--simulations", "0", "simulations"),
+        ("--leaf", "oracle", "leaf"),
+        ("--value-mix", "1.5", "value_mix"),
+        ("--address", "auto", "address"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_field(
+    tiny_policy: Path, tmp_path: Path, flag: str, value: str, says: str
+) -> None:
+    with pytest.raises(ConfigError, match=says):
+        parse_args(tiny(tiny_policy, tmp_path / "r", flag, value))
+    assert not (tmp_path / "r").exists(), "work started before the settings were checked"
+
+
+def test_a_policy_without_a_value_head_is_refused(tmp_path: Path) -> None:
+    spec = {"kind": "mlp", "net_arch": [8], "activation": "tanh"}
+    meta = {"rules": RULES.to_dict(), "encoding": current_encoding(RULES), "network": spec}
+    save_policy(tmp_path / "mlp.pt", build_network(RULES, spec), meta)
+    with pytest.raises(ConfigError, match="value head"):
+        parse_args(tiny(tmp_path / "mlp.pt", tmp_path / "r"))
+
+
+def test_the_default_config_starts_from_the_shipped_policy() -> None:
+    args, resume = parse_args([])
+    assert not resume and isinstance(args, Args)
+    assert args.policy_name() == "standard" and args.network_spec()["kind"] == "cards"
