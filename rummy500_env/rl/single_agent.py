@@ -48,6 +48,8 @@ from rummy500_env.rl.rummy500_v0 import raw_env
 Opponents = Any  # an agent, a callable, or a sequence with one per other seat
 REDEALS = 1000
 """Deals `reset` tries before it gives up on reaching a decision of the learner."""
+OPPONENT_STREAM = 1
+"""Mixed with the env's seed (and the opponent's index) to seed its default opponents."""
 DONE_ACTION = 0
 """The one id `Rummy500SingleAgentEnv.action_masks` marks legal once the episode is over (a
 placeholder for vector envs; see the module docstring)."""
@@ -59,7 +61,9 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
     Args:
         opponents: an agent (``act(observation, action_mask) -> int``) or plain callable used
             for every other seat, or a sequence with one per other seat in seat order after
-            the learner; None plays `RandomAgent`s.
+            the learner; None plays `RandomAgent`s, seeded from the env's seed at each
+            seeded `reset` (so a seeded episode replays exactly; agents you pass keep their
+            own generators).
         seat: the learner's seat, an int, or ``"random"`` to draw it each episode (seats
             alternate across episodes in expectation, so the learner sees both first and
             second player).
@@ -104,6 +108,7 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
         self.action_space = self.aec.action_space(agent0)
         self.seat = 0 if seat == "random" else int(seat)
         self._pool: list[tuple[list[Agent], float]] = []
+        self._default_opponents: list[RandomAgent] = []  # made here for None: the env seeds them
         self._illegal_end = False
         self.learner: str | None = None  # the learner's agent name, once reset
         self.opponents: list[Agent] = []
@@ -113,6 +118,7 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
 
     def set_opponents(self, opponents: Opponents) -> None:
         """Use these opponents from the next reset on (clears any pool)."""
+        self._default_opponents = []
         self.opponents = self._opponent_list(opponents)
         self._pool = []
 
@@ -121,12 +127,25 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
     ) -> None:
         """Draw the opponents of each episode from `pool` (self-play), by `weights`."""
         weights = pool_weights(pool, weights)
+        self._default_opponents = [  # those still playing until the next reset draws
+            a for a in self._default_opponents if any(a is o for o in self.opponents)
+        ]
         self._pool = [(self._opponent_list(o), w) for o, w in zip(pool, weights, strict=True)]
+
+    def _seed_default_opponents(self, seed: int) -> None:
+        """Seed the `RandomAgent`s the env made (for ``opponents=None``) from `seed`, each
+        from its own stream, apart from the env's own generator (which deals): without
+        it, two envs reset with one seed play different games. Unseeded resets continue
+        these generators, as they continue the env's."""
+        for k, agent in enumerate(self._default_opponents):
+            agent.rng = np.random.default_rng(np.random.SeedSequence([seed, OPPONENT_STREAM, k]))
 
     def _opponent_list(self, opponents: Opponents) -> list[Agent]:
         n = self.rules.players
         if opponents is None:
-            return [RandomAgent() for _ in range(n - 1)]
+            made = [RandomAgent() for _ in range(n - 1)]
+            self._default_opponents += made
+            return list(made)
         if isinstance(opponents, (list, tuple)):
             if len(opponents) != n - 1:
                 raise Rummy500Error(
@@ -143,6 +162,8 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
+        if seed is not None:
+            self._seed_default_opponents(seed)
         if self._pool:
             weights = np.array([w for _, w in self._pool], dtype=float)
             pick = int(self.np_random.choice(len(self._pool), p=weights / weights.sum()))
