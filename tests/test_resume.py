@@ -197,3 +197,37 @@ def test_a_run_of_another_encoding_is_refused_naming_it(finished: Path, tmp_path
     del state["encoding"]
     (run / "state.json").write_text(json.dumps(state))
     assert parse_args(["--resume", str(run)])[1]
+
+
+@pytest.mark.parametrize(
+    ("name", "damage"),
+    [
+        ("config.json", "truncated"),
+        ("config.json", "empty"),
+        ("config.json", "not_utf8"),
+        ("config.json", "a_list"),
+        ("state.json", "truncated"),
+        ("state.json", "a_list"),
+    ],
+)
+def test_a_damaged_config_or_state_file_is_one_clear_error(
+    finished: Path, tmp_path: Path, name: str, damage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    path = run / name
+    text = path.read_bytes()
+    path.write_bytes(
+        {
+            "truncated": text[: len(text) // 2],
+            "empty": b"",
+            "not_utf8": b"\xff\xfe{" + text,
+            "a_list": b"[1, 2]",
+        }[damage]
+    )
+    assert main(["--resume", str(run)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: ") and err.count("\n") == 1, (out, err)
+    assert str(path) in err and "damaged" in err
+    advice = "restore it" if name == "config.json" else "delete it"
+    assert advice in err, err

@@ -370,10 +370,30 @@ def run_encoding(run: Path) -> dict[str, Any] | None:
     return None
 
 
+DAMAGED_ADVICE = {
+    "config.json": "it holds the run's settings: restore it from a copy of the run, or write it "
+    "again from the 'training' entry of the metadata of one of the run's policy files (the same "
+    "settings)",
+    "state.json": "it only repeats the counters of the newest checkpoint: delete it and resume "
+    "again",
+}
+"""What to do about each of a run's JSON files when it is damaged."""
+
+
 def read_json(path: Path) -> dict[str, Any]:
-    """A run's JSON file (``config.json``, ``state.json``) as a dict."""
-    data: dict[str, Any] = json.loads(path.read_text())
-    return data
+    """A run's JSON file (``config.json``, ``state.json``) as a dict; a `ConfigError` naming
+    the file and what to do when it is cut short, not JSON or not an object (a disk that
+    filled up, a copy that stopped half way)."""
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
+        reason = f"{type(e).__name__}: {e}"
+    else:
+        if isinstance(data, dict):
+            return data
+        reason = f"it holds a {type(data).__name__}, not a JSON object"
+    advice = DAMAGED_ADVICE.get(path.name, "restore it from a copy of the run")
+    raise ConfigError(f"{str(path)!r} is damaged ({reason[:200]}); {advice}")
 
 
 def _pop_option(argv: list[str], name: str) -> str | None:

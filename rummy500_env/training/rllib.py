@@ -731,7 +731,7 @@ def train(args: Args, resume: bool = False) -> Path:
     began = time.time()
     saved = args.run_path / "state.json"
     if resume and saved.is_file():  # before the minutes of building the algorithm
-        check_network(json.loads(saved.read_text()), args, saved)
+        check_network(common.read_json(saved), args, saved)
     run = RunFolder(args, resume)
     run.announce()
     owns_ray = not ray.is_initialized()
