@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 pytest.importorskip("starlette", reason="the play extra is not installed")
+from starlette.datastructures import URL
+from starlette.requests import HTTPConnection
 from starlette.testclient import TestClient
 
 from rummy500_env import Rules
@@ -102,6 +104,66 @@ def test_an_exposed_server_wants_its_token_on_every_api_request(tmp_path):
     gid = new_game(c, headers={"X-Rummy500-Token": "s3cret"})
     assert c.get(f"/api/games/{gid}").status_code == 403
     assert c.get("/").status_code == 200  # the page itself holds nothing; its API does
+
+
+def url_from_the_raw_host_header(self: HTTPConnection) -> URL:
+    """``request.url`` as Starlette 0.37 to 1.0.0 built it: from the Host header as sent, so
+    ``Host: evil/`` made the URL ``http://evil//api/config``, whose path is ``//api/config``."""
+    query = self.scope.get("query_string", b"").decode()
+    return URL(f"http://{self.headers['host']}{self.scope['path']}" + (f"?{query}" * bool(query)))
+
+
+@pytest.mark.parametrize("starlette_url", ["as-installed", "from-raw-host"])
+@pytest.mark.parametrize(
+    "host", ["evil/", "evil?", "evil#", "evil/x", "evil:80/", "evil?token=s3cret", "a@b", "a b"]
+)
+def test_a_host_header_that_is_no_host_cannot_skip_the_token(
+    tmp_path, monkeypatch, host, starlette_url
+):
+    """With the Starlettes that built ``request.url`` from the raw Host header, a guard that
+    read ``request.url.path`` saw ``//api/...`` and let every API request through without
+    the token; the guard reads the routed path, and refuses such a header first."""
+    if starlette_url == "from-raw-host":
+        monkeypatch.setattr(HTTPConnection, "url", property(url_from_the_raw_host_header))
+    c = client(tmp_path, base="http://192.168.1.5:8000", host="0.0.0.0", token="s3cret")
+    gid = new_game(c, headers={"X-Rummy500-Token": "s3cret"})
+    bad = {"Host": host}
+    r = c.get("/api/config", headers=bad)
+    assert r.status_code == 400 and "invalid host header" in r.json()["error"], r.text
+    r = c.post("/api/games", headers=bad)
+    assert r.status_code == 400 and "state" not in r.json()
+    r = c.post(f"/api/games/{gid}/actions", json={"action": "draw"}, headers=bad)
+    assert r.status_code == 400
+    assert len(c.app.state.service.tables) == 1  # nothing dealt
+    mine = {"X-Rummy500-Token": "s3cret"}
+    assert c.get(f"/api/games/{gid}", headers=mine).json()["state"]["phase"] == "draw"
+
+
+def test_the_token_check_reads_the_routed_path_not_request_url(tmp_path, monkeypatch):
+    """Whatever ``request.url`` says, the path the router serves decides."""
+    monkeypatch.setattr(HTTPConnection, "url", property(lambda self: URL("http://x/")))
+    c = client(tmp_path, base="http://192.168.1.5:8000", host="0.0.0.0", token="s3cret")
+    assert c.get("/api/config").status_code == 403
+    assert c.post("/api/games").status_code == 403
+    assert c.get("/api/config?token=s3cret").status_code == 200
+    assert c.get("/nothing").status_code == 403  # only the page and its files are public
+    assert c.get("/").status_code == 200 and c.get("/static/app.js").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "host", ["192.168.1.5:8000", "my-box.local", "my_box", "[fe80::1]:8000", "[::1]", "10.0.0.2"]
+)
+def test_real_host_headers_are_served(tmp_path, host):
+    c = client(tmp_path, base="http://192.168.1.5:8000", host="0.0.0.0", token="s3cret")
+    assert c.get("/api/config?token=s3cret", headers={"Host": host}).status_code == 200
+
+
+def test_the_play_extra_needs_a_starlette_that_checks_the_host_header():
+    """Starlette 1.0.1 is the first whose ``request.url`` ignores a Host header that is no
+    host; the guard does not rely on it, but other code reading ``request.url`` may."""
+    bound = re.search(r'"starlette>=([\d.]+)"', (ROOT / "pyproject.toml").read_text())
+    assert bound is not None, "the play extra names no lower bound for starlette"
+    assert tuple(int(p) for p in bound.group(1).split(".")) >= (1, 0, 1)
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,11 @@
 
 Every request passes `Guard` before any route sees it:
 
-- **Host.** On a loopback address the ``Host`` header must name this server (the address
+- **Host.** A ``Host`` header that is not a host name or address with an optional port
+  (``evil/``, ``evil?x``, ``a@b``) is refused on every address: Starlette before 1.0.1 built
+  ``request.url`` from it, so its path could differ from the path the router serves. The
+  guard itself reads the path and query the router reads (the ASGI scope's), never
+  ``request.url``. On a loopback address the ``Host`` header must name this server (the address
   served, ``localhost``, ``127.0.0.1`` or ``[::1]``, any port): a page elsewhere that points
   its own name at 127.0.0.1 (DNS rebinding) is refused.
 - **Origin.** A request that changes something (any method but GET, HEAD, OPTIONS) whose
@@ -10,9 +14,10 @@ Every request passes `Guard` before any route sees it:
   is one a browser marks ``Sec-Fetch-Site: cross-site``: another web page open in the same
   browser cannot deal games or play moves, even with a ``text/plain`` form post that needs
   no CORS preflight. A request with neither header (a script, curl) is not a web page's.
-- **Token.** Served beyond loopback (``--host 0.0.0.0``), every API request must carry the
-  server's secret token (``?token=`` in the URL printed at start, which the page then sends
-  as ``X-Rummy500-Token``), since anyone on the network can reach the port and name any host.
+- **Token.** Served beyond loopback (``--host 0.0.0.0``), every request but the page itself
+  and its static files (`is_public`), the API above all, must carry the server's secret
+  token (``?token=`` in the URL printed at start, which the page then sends as
+  ``X-Rummy500-Token``), since anyone on the network can reach the port and name any host.
 - **Size.** A body over `MAX_BODY` bytes is refused (413) from its ``Content-Length`` before
   it is read; `read_body` stops a body without one at the same size.
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -33,6 +39,9 @@ MAX_BODY = 64 * 1024
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 TOKEN_HEADER = "x-rummy500-token"
+HOST_HEADER = re.compile(r"([a-z0-9._-]+|\[[0-9a-f:.]+\])(:[0-9]{1,5})?", re.IGNORECASE)
+"""A ``Host`` header the guard accepts: a name or IPv4 address, or a bracketed IPv6 one, and
+an optional port; nothing that could end a URL's authority (``/ ? # @``, spaces, ...)."""
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -103,7 +112,13 @@ class Guard:
     def refusal(self, request: Request) -> tuple[int, str] | None:
         """Why this request is refused, as (HTTP status, message), or None to answer it."""
         headers = request.headers
-        host = headers.get("host", "")
+        host = headers.get("host")
+        if host is not None and not HOST_HEADER.fullmatch(host):
+            return 400, (
+                f"invalid host header {host[:80]!r}: a host header is a host name or address "
+                "and an optional port, such as 192.168.1.5:8000"
+            )
+        host = host or ""
         if self.loopback and host_name(host) not in self.hosts:
             return 400, (
                 f"invalid host header {host[:80]!r}: this server answers only for "
@@ -120,8 +135,9 @@ class Guard:
                 return 400, "the Content-Length header is not a number of bytes"
             if int(length) > MAX_BODY:
                 return 413, body_too_large()
-        if self.token is not None and request.url.path.startswith("/api/"):
-            given = headers.get(TOKEN_HEADER) or first(parse_qs(request.url.query).get("token"))
+        if self.token is not None and not is_public(route_path(request.scope)):
+            query = request.scope.get("query_string", b"").decode("latin-1")
+            given = headers.get(TOKEN_HEADER) or first(parse_qs(query).get("token"))
             if given is None or not secrets.compare_digest(given.encode(), self.token.encode()):
                 return 403, (
                     "this server is open to the network, so every request needs its token: "
@@ -142,6 +158,23 @@ class Guard:
             if f"{parts.scheme}://{parts.netloc}".lower() != own:
                 return f"the request comes from a page at {referer[:80]!r}, not at {own}"
         return None
+
+
+def route_path(scope: Scope) -> str:
+    """The path the router matches (the scope's, less its ``root_path``, as Starlette's router
+    takes it), which is what decides the route that answers; never ``request.url``."""
+    path: str = scope["path"]
+    root = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] in ("", "/"):
+        return path[len(root) :]
+    return path
+
+
+def is_public(path: str) -> bool:
+    """Whether a server open to the network serves `path` without its token: the page
+    (``/``) and its static files (under ``/static/``, which hold no game); every other
+    path, the API's and unknown ones alike, needs the token."""
+    return path == "/" or path.startswith("/static/")
 
 
 def first(values: list[str] | None) -> str | None:

@@ -456,10 +456,11 @@ async def _play_error(request: Request, exc: Exception) -> Response:
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     detail = exc.detail
+    path = request.scope["path"]  # the path routed (request.url may follow the Host header)
     if exc.status_code == 404:
-        detail = f"no such page or API: {request.url.path}"
+        detail = f"no such page or API: {path[:QUOTED]}"
     elif exc.status_code == 405:
-        detail = f"{request.method} is not allowed on {request.url.path}"
+        detail = f"{request.method} is not allowed on {path[:QUOTED]}"
     return JSONResponse({"error": detail}, status_code=exc.status_code, headers=exc.headers)
 
 
