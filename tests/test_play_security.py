@@ -24,6 +24,7 @@ from starlette.requests import HTTPConnection
 from starlette.testclient import TestClient
 
 from rummy500_env import Rules
+from rummy500_env.play.__main__ import addresses
 from rummy500_env.play.guard import MAX_BODY, host_name, is_loopback
 from rummy500_env.play.server import create_app
 from rummy500_env.play.table import Setup
@@ -226,9 +227,11 @@ def test_host_0000_warns_prints_real_addresses_and_a_token(tmp_path):
         assert "WARNING: serving on 0.0.0.0, beyond this machine" in out
         urls = re.findall(r"http://\S+", out)
         assert urls and all("?token=" in u for u in urls)
-        assert urls[0].startswith("http://127.0.0.1:")
+        hosts = [u.split("//")[1].rsplit(":", 1)[0].strip("[]") for u in urls]
+        assert hosts == addresses("0.0.0.0")  # this machine's own, loopback only alone
         port = re.search(r":(\d+)/", urls[0]).group(1)  # type: ignore[union-attr]
         token = urls[0].split("?token=")[1]
+        assert fetch(urls[0].replace("/?token=", "/api/config?token=")) == 200
         api = f"http://127.0.0.1:{port}/api/config"
         assert fetch(api, host="evil.example.com") == 403
         assert fetch(f"{api}?token={token}") == 200

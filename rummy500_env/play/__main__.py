@@ -18,12 +18,14 @@ docs/play.md has the details and the record format.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import secrets
 import socket
 import sys
 import threading
 import time
 import webbrowser
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,22 +107,57 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def addresses(host: str) -> list[str]:
+ROUTE_PROBES: dict[int, str] = {socket.AF_INET: "192.0.2.1", socket.AF_INET6: "2001:db8::1"}
+"""Documentation addresses (RFC 5737, RFC 3849), never routed: `outgoing_address` "connects"
+a UDP socket to one only to learn which local address the system would send from."""
+Resolver = Callable[..., list[Any]]
+
+
+def outgoing_address(family: int) -> str | None:
+    """The address of the interface this machine's traffic leaves by (None without a route).
+    A UDP ``connect`` picks the route and the local address without sending anything."""
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.connect((ROUTE_PROBES[family], 9))
+            return str(probe.getsockname()[0])
+    except OSError:
+        return None
+
+
+def addresses(
+    host: str,
+    resolve: Resolver = socket.getaddrinfo,
+    route: Callable[[int], str | None] = outgoing_address,
+) -> list[str]:
     """The addresses a server bound to `host` is reached at: the host itself, or for a
-    wildcard (``0.0.0.0``, ``::``) loopback and this machine's own addresses."""
+    wildcard (``0.0.0.0``, ``::``) this machine's own addresses: the outgoing interface's
+    (`route`), then those its host name resolves to (`resolve`, ``getaddrinfo``'s form), then
+    loopback only if nothing else is found. The host name alone is not enough: on Debian
+    and Ubuntu /etc/hosts maps it to 127.0.1.1."""
     if host not in ("0.0.0.0", "::"):
         return [host]
     family = socket.AF_INET6 if host == "::" else socket.AF_INET
-    found = ["::1" if host == "::" else "127.0.0.1"]
+    found = [route(family)]
     try:
-        infos = socket.getaddrinfo(socket.gethostname(), None, family, socket.SOCK_STREAM)
+        infos = resolve(socket.gethostname(), None, family, socket.SOCK_STREAM)
     except OSError:
         infos = []
-    for info in infos:
-        address = str(info[4][0])
-        if address not in found:
-            found.append(address)
-    return found
+    found += [str(info[4][0]) for info in infos]
+    reachable: list[str] = []
+    for address in found:
+        if address is not None and address not in reachable and reaches_others(address):
+            reachable.append(address)
+    return reachable or ["::1" if host == "::" else "127.0.0.1"]
+
+
+def reaches_others(address: str) -> bool:
+    """Whether another machine could reach this one at `address`: not loopback, nor an IPv6
+    link-local address (which needs an interface name to be of use), nor unspecified."""
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return False
+    return not (ip.is_loopback or ip.is_link_local or ip.is_unspecified)
 
 
 def serve(
