@@ -40,7 +40,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -386,6 +386,7 @@ def _app(routes: list[BaseRoute], host: str, token: str | None) -> Starlette:
         ],
         middleware=[Middleware(Guard, host=host, token=token)],
         exception_handlers={
+            ClientDisconnect: _client_gone,
             PlayError: _play_error,
             HTTPException: _http_error,
             Exception: _server_error,
@@ -462,6 +463,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     elif exc.status_code == 405:
         detail = f"{request.method} is not allowed on {path[:QUOTED]}"
     return JSONResponse({"error": detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """The client hung up before its request body had arrived (a closed tab, a dropped
+    connection): the request did nothing (bodies are read before any game work), and no one
+    is there for an answer, so it ends here quietly instead of as a server error."""
+    return Response(status_code=400)
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
