@@ -16,7 +16,9 @@ A spec is one of
 * the name of a shipped policy (``standard``: `rummy500_env.agents.policy.shipped_policies`),
   which the installed wheel carries, so ``training.evaluate standard greedy`` works anywhere;
 * ``model``: the shipped policy made for the table's rules and size (``standard`` at two
-  players, ``standard-3p`` at three, ...), found when the rules are known (`resolve_spec`).
+  players, ``standard-3p`` at three, ...), found when the rules are known (`resolve_spec`);
+* ``llm:URL`` or ``llm:URL:MODEL``: a chat model behind any OpenAI-compatible endpoint, playing
+  through the text protocol (`rummy500_env.agents.llm`; its key from ``RUMMY500_LLM_API_KEY``).
 
 Every command line and config that names a bot (``python -m rummy500_env``,
 ``training.evaluate``, ``training.ppo``) checks it with `check_spec` before any game starts, so
@@ -49,7 +51,8 @@ ALLOWED = (
     "the policy it searches with: psearch:200ms:standard), ismcts or ismcts:100 (OpenSpiel's "
     "IS-MCTS, any positive whole number of simulations a decision; the openspiel extra), the "
     "path of an exported policy file (.pt), a shipped policy by name (standard), or model (the "
-    "shipped policy made for the table's rules)"
+    "shipped policy made for the table's rules), or llm:URL[:MODEL] (an OpenAI-compatible chat "
+    "endpoint, e.g. llm:http://localhost:8000/v1:my-model)"
 )
 """What a spec may be, in the words every error about one uses."""
 ISMCTS_SIMULATIONS = 100
@@ -105,6 +108,8 @@ def parse_spec(spec: str) -> AgentSpec:
         return _psearch_spec(spec, budget if colon else None)
     if name == "ismcts":
         return _ismcts_spec(spec, budget if colon else None)
+    if name == "llm":
+        return _llm_spec(spec)
     path = Path(spec)
     if not colon and not path.exists():
         shipped = shipped_policies()
@@ -152,6 +157,17 @@ def _ismcts_spec(spec: str, budget: str | None) -> AgentSpec:
     if importlib.util.find_spec("pyspiel") is None:
         raise AgentSpecError(f"{spec!r} needs OpenSpiel: pip install -e '.[openspiel]'")
     return AgentSpec("ismcts", simulations=ISMCTS_SIMULATIONS if budget is None else int(budget))
+
+
+def _llm_spec(spec: str) -> AgentSpec:
+    """``llm:URL[:MODEL]``: the form is checked here; the endpoint is reached when built."""
+    from rummy500_env.agents.llm import parse_llm_spec
+
+    try:
+        parse_llm_spec(spec)
+    except ValueError as e:
+        raise AgentSpecError(str(e)) from None
+    return AgentSpec("llm", path=spec)
 
 
 def check_spec(spec: str) -> str:
@@ -202,6 +218,10 @@ def make_agent(spec: str, rules: Rules, seed: int) -> Agent:
 
         ms = None if s.ms is None else float(s.ms)
         return PolicySearchAgent(rules, s.path, ms=ms, simulations=s.simulations, seed=seed)
+    if s.kind == "llm":
+        from rummy500_env.agents.llm import make_llm_agent
+
+        return make_llm_agent(s.path or spec, rules, seed)
     if s.kind == "ismcts":
         from rummy500_env.agents.ismcts import ISMCTSAgent  # pyspiel: only when named
 
