@@ -13,6 +13,7 @@ import argparse
 
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
 from rummy500_env.engine.errors import RulesError
+from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import PRESETS, Rules
 from rummy500_env.rl.rummy500_v0 import raw_env
 
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--seed", type=int_option("seed"), default=7)
     ap.add_argument(
         "--rules",
         default="standard",

@@ -56,7 +56,7 @@ def test_each_form_gives_the_rules_it_names(text, players, expected):
         ("players=8,hand_size=13", None, "leaves no card for the pile"),
         ("players=3", 2, "set players=3, but players=2 is given too (--players)"),
         ('{"players": 4}', 3, "set players=4, but players=3 is given too"),
-        ("{target: 3}", None, "rules '{target: 3}' are not valid JSON (Expecting property"),
+        ("{target: 3}", None, "rules '{target: 3}': not valid JSON (Expecting property"),
         ('{"preset": 3}', None, '"preset" must be a preset name, not 3'),
         ('{"preset": "gin"}', None, "unknown preset 'gin'"),
         ('{"jokers": 3}', None, "jokers=3 is not allowed: use 0 or 2"),

@@ -29,7 +29,6 @@ a typo is one clear error instead of a crash in a worker process, and builds it 
 from __future__ import annotations
 
 import importlib.util
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from rummy500_env.agents.greedy import GreedyAgent
 from rummy500_env.agents.policy import shipped_policies
 from rummy500_env.agents.random_agent import RandomAgent
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.numbers import read_int, shown
 from rummy500_env.engine.rules import Rules
 
 BOTS = ("random", "greedy", "expert", "search")
@@ -59,7 +59,8 @@ ISMCTS_SIMULATIONS = 100
 """IS-MCTS simulations a decision when the spec names none."""
 PSEARCH_MS = 200
 """Policy-guided search: milliseconds a decision when the spec names no budget."""
-_BUDGET = re.compile(r"(?P<n>[0-9]+)(?P<ms>ms)?")
+MAX_BUDGET = 10_000_000
+"""The largest budget a spec may name (milliseconds, worlds or simulations a decision)."""
 
 
 class AgentSpecError(Rummy500Error):
@@ -96,14 +97,14 @@ def parse_spec(spec: str) -> AgentSpec:
     if name == "search":
         if not colon:
             return AgentSpec("search")
-        m = _BUDGET.fullmatch(budget)
-        if m is None or int(m["n"]) == 0:
-            raise AgentSpecError(
-                f"bad search budget in {spec!r}: give a positive whole number of milliseconds "
-                "(search:50ms) or of sampled worlds (search:200)"
-            )
-        n = int(m["n"])
-        return AgentSpec("search", ms=n) if m["ms"] else AgentSpec("search", rollouts=n)
+        n, ms = _budget(
+            spec,
+            "search",
+            budget,
+            "a positive whole number of milliseconds (search:50ms) or of sampled worlds "
+            "(search:200)",
+        )
+        return AgentSpec("search", ms=n) if ms else AgentSpec("search", rollouts=n)
     if name == "psearch":
         return _psearch_spec(spec, budget if colon else None)
     if name == "ismcts":
@@ -130,33 +131,46 @@ def _psearch_spec(spec: str, rest: str | None) -> AgentSpec:
     if rest is None:
         return AgentSpec("psearch", ms=PSEARCH_MS)
     budget, colon, policy = rest.partition(":")
-    m = _BUDGET.fullmatch(budget)
-    if m is None or int(m["n"]) == 0:
-        raise AgentSpecError(
-            f"bad psearch budget in {spec!r}: give a positive whole number of milliseconds "
-            "(psearch:200ms) or of simulations (psearch:64), then optionally :PATH_OR_NAME"
-        )
+    n, ms = _budget(
+        spec,
+        "psearch",
+        budget,
+        "a positive whole number of milliseconds (psearch:200ms) or of simulations "
+        "(psearch:64), then optionally :PATH_OR_NAME",
+    )
     if colon and not (Path(policy).is_file() or policy in shipped_policies()):
         raise AgentSpecError(
             f"no policy {policy!r} in {spec!r}: give the path of an exported policy file (.pt) "
             f"or a shipped policy's name ({', '.join(shipped_policies()) or 'none found'})"
         )
-    n, path = int(m["n"]), policy if colon else None
-    if m["ms"]:
+    path = policy if colon else None
+    if ms:
         return AgentSpec("psearch", ms=n, path=path)
     return AgentSpec("psearch", simulations=n, path=path)
 
 
 def _ismcts_spec(spec: str, budget: str | None) -> AgentSpec:
     """``ismcts`` or ``ismcts:N``; refused here, not in a worker, when OpenSpiel is missing."""
-    if budget is not None and (not budget.isdigit() or int(budget) == 0):
-        raise AgentSpecError(
-            f"bad ismcts budget in {spec!r}: give a positive whole number of simulations a "
-            "decision (ismcts:100)"
-        )
+    simulations = ISMCTS_SIMULATIONS
+    if budget is not None:
+        how = "a positive whole number of simulations a decision (ismcts:100)"
+        simulations, ms = _budget(spec, "ismcts", budget, how)
+        if ms:
+            raise AgentSpecError(f"bad ismcts budget in {shown(spec, 100)}: give {how}")
     if importlib.util.find_spec("pyspiel") is None:
         raise AgentSpecError(f"{spec!r} needs OpenSpiel: pip install -e '.[openspiel]'")
-    return AgentSpec("ismcts", simulations=ISMCTS_SIMULATIONS if budget is None else int(budget))
+    return AgentSpec("ismcts", simulations=simulations)
+
+
+def _budget(spec: str, kind: str, text: str, how: str) -> tuple[int, bool]:
+    """A budget ``N`` or ``Nms`` as (N, whether in milliseconds), N read by `read_int`
+    (ASCII digits, 1 to `MAX_BUDGET`); `AgentSpecError` saying what `how` allows if not."""
+    digits = text.removesuffix("ms")
+    try:
+        n = read_int(digits, "budget", 1, MAX_BUDGET, AgentSpecError)
+    except AgentSpecError as e:
+        raise AgentSpecError(f"bad {kind} budget in {shown(spec, 100)}: {e}; give {how}") from None
+    return n, digits != text
 
 
 def _llm_spec(spec: str) -> AgentSpec:

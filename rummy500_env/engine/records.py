@@ -43,6 +43,7 @@ from typing import Any
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.notation import Action
+from rummy500_env.engine.numbers import read_json, shown
 from rummy500_env.engine.positions import Position
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.scoring import HandResult
@@ -134,7 +135,7 @@ class Record:
             raise RecordError(f"not a game record: expected a JSON object with format {FORMAT!r}")
         if d.get("version") != VERSION:
             raise RecordError(
-                f"record version {d.get('version')!r} is not supported: use {VERSION}"
+                f"record version {shown(d.get('version'))} is not supported: use {VERSION}"
             )
         unknown = sorted(set(d) - set(KEYS))
         if unknown:
@@ -145,7 +146,7 @@ class Record:
             raise RecordError(f"the record's rules: {e}") from None
         seed = d.get("seed")
         if type(seed) is not int:
-            raise RecordError(f"the record's seed must be an int, got {seed!r}")
+            raise RecordError(f"the record's seed must be an int, got {shown(seed)}")
         players = d.get("players")
         if (
             not isinstance(players, list)
@@ -153,7 +154,8 @@ class Record:
             or not all(isinstance(p, str) for p in players)
         ):
             raise RecordError(
-                f"players must be a list of {rules.players} names (one per seat), got {players!r}"
+                f"players must be a list of {rules.players} names (one per seat), got "
+                f"{shown(players)}"
             )
         hands = d.get("hands")
         if not isinstance(hands, list):
@@ -162,12 +164,12 @@ class Record:
         result = d.get("result")
         if result is not None:
             if not isinstance(result, dict) or set(result) != {"winner", "totals"}:
-                raise RecordError(f"result must be null or {{winner, totals}}, got {result!r}")
+                raise RecordError(f"result must be null or {{winner, totals}}, got {shown(result)}")
             record.winner = result["winner"]
             record.final_totals = _ints(result["totals"], rules.players, "result totals")
         meta = d.get("meta", {})
         if not isinstance(meta, dict):
-            raise RecordError(f"meta must be an object, got {meta!r}")
+            raise RecordError(f"meta must be an object, got {shown(meta)}")
         record.meta = meta
         return record
 
@@ -196,7 +198,7 @@ class Record:
     def load(cls, path: str | os.PathLike[str]) -> Record:
         """Read a record file; raises `RecordError` naming the file for anything unreadable."""
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            text = Path(path).read_text(encoding="utf-8")
         except OSError as e:
             raise RecordError(f"cannot read the record {str(path)!r}: {e.strerror}") from None
         except UnicodeDecodeError as e:
@@ -204,13 +206,9 @@ class Record:
                 f"{str(path)!r} is not a record: not UTF-8 text (byte {e.start}); a record is "
                 "JSON as `Record.save` writes it"
             ) from None
-        except json.JSONDecodeError as e:
-            raise RecordError(f"{str(path)!r} is not JSON: {e}") from None
-        except RecursionError:  # the parser recurses once per level
-            raise RecordError(
-                f"{str(path)!r} is not a record: its JSON is nested too deeply to read (a "
-                "record is three levels deep)"
-            ) from None
+        data = read_json(
+            text, repr(str(path)), RecordError, "a record is JSON as `Record.save` writes it"
+        )
         try:
             return cls.from_dict(data)
         except RecordError as e:
@@ -246,7 +244,7 @@ class Record:
                 raise RecordError(f"{where}: the dealer is {game.dealer}, not {hand.dealer}")
             yield h, 0, None, None
             for i, (player, text) in enumerate(hand.actions):
-                here = f"{where}, action {i + 1} ({player}: {text!r})"
+                here = f"{where}, action {i + 1} ({player}: {shown(text)})"
                 if game.is_hand_over:
                     raise RecordError(f"{here}: the hand is already over")
                 if player != game.current_player:
@@ -387,7 +385,9 @@ class Recorder:
 def _read_hand(d: Any, index: int, rules: Rules) -> HandRecord:
     where = f"hand {index + 1}"
     if not isinstance(d, dict) or set(d) != set(HAND_KEYS):
-        raise RecordError(f"{where} must be an object with keys {list(HAND_KEYS)}, got {d!r:.200}")
+        raise RecordError(
+            f"{where} must be an object with keys {list(HAND_KEYS)}, got {shown(d, 200)}"
+        )
     actions = d["actions"]
     if not isinstance(actions, list):
         raise RecordError(f"{where}: actions must be a list of [player, action]")
@@ -399,17 +399,17 @@ def _read_hand(d: Any, index: int, rules: Rules) -> HandRecord:
             or type(a[0]) is not int
             or not isinstance(a[1], str)
         ):
-            raise RecordError(f"{where}, action {i + 1}: expected [player, action], got {a!r}")
+            raise RecordError(f"{where}, action {i + 1}: expected [player, action], got {shown(a)}")
         out.append((a[0], a[1]))
     n = rules.players
     scores = None if d["scores"] is None else _ints(d["scores"], n, f"{where} scores")
     totals = None if d["totals"] is None else _ints(d["totals"], n, f"{where} totals")
     if type(d["dealer"]) is not int:
-        raise RecordError(f"{where}: dealer must be an int, got {d['dealer']!r}")
+        raise RecordError(f"{where}: dealer must be an int, got {shown(d['dealer'])}")
     return HandRecord(d["dealer"], out, scores, totals, d["went_out"])
 
 
 def _ints(value: Any, n: int, what: str) -> list[int]:
     if not isinstance(value, list) or len(value) != n or any(type(v) is not int for v in value):
-        raise RecordError(f"{what} must be a list of {n} ints, got {value!r}")
+        raise RecordError(f"{what} must be a list of {n} ints, got {shown(value)}")
     return list(value)

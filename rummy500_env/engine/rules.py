@@ -7,11 +7,11 @@ Variants are fields, not subclasses, so any combination can be built and checked
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from rummy500_env.engine.errors import RulesError
+from rummy500_env.engine.numbers import int_range, read_int, read_json, shown
 
 Scoring = Literal["pip", "fives"]
 StockOut = Literal["pile_only", "ends_hand", "pile_must_use"]
@@ -55,7 +55,7 @@ class Rules:
     def __post_init__(self) -> None:
         _check_int("players", self.players, MIN_PLAYERS, MAX_PLAYERS)
         if self.decks is not None and (type(self.decks) is not int or self.decks not in (1, 2)):
-            raise RulesError(f"decks={self.decks!r} is not allowed: use 1, 2 or None (auto)")
+            raise RulesError(f"decks={shown(self.decks)} is not allowed: use 1, 2 or None (auto)")
         if self.hand_size is not None:
             self._check_hand_size()
         _check_choice("scoring", self.scoring, SCORINGS)
@@ -113,7 +113,7 @@ class Rules:
         'ends_hand'
         """
         if name not in PRESETS:
-            raise RulesError(f"unknown preset {name!r}: use one of {tuple(PRESETS)}")
+            raise RulesError(f"unknown preset {shown(name)}: use one of {tuple(PRESETS)}")
         fields = dict(PRESETS[name])
         fields.update(overrides)
         return cls.from_dict(fields)
@@ -122,11 +122,15 @@ class Rules:
     def from_dict(cls, fields: dict[str, Any]) -> Rules:
         """Build from a dict of fields, rejecting unknown names with the list of known ones."""
         if not isinstance(fields, dict):
-            raise RulesError(f"rules must be a preset name or a dict of fields, not {fields!r}")
+            raise RulesError(
+                f"rules must be a preset name or a dict of fields, not {shown(fields)}"
+            )
         known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(fields) - known)
+        unknown = sorted(str(name) for name in set(fields) - known)
         if unknown:
-            raise RulesError(f"unknown rules field(s) {unknown}; known fields: {sorted(known)}")
+            raise RulesError(
+                f"unknown rules field(s) {shown(unknown, 200)}; known fields: {sorted(known)}"
+            )
         return cls(**fields)
 
     @classmethod
@@ -138,27 +142,32 @@ class Rules:
         ``true``/``false``, ``none``, ints, else text); or a JSON object of fields, with an
         optional ``"preset"`` key (``{"jokers": 2, "rummy_calls": true}``). `players` comes from
         a separate option (``--players``): the text may leave it out or agree with it. Every
-        mistake is a `RulesError` that quotes the text and says what is allowed.
+        mistake is a `RulesError` that quotes the text and says what is allowed; a number is
+        read as `numbers.read_int` reads one (ASCII digits, at most 20), so ``target=٣٠٠``
+        or a 5,000-digit target is refused, not read.
 
         >>> Rules.parse("nordic,target=300", players=3).target
         300
         >>> Rules.parse('{"preset": "fives", "jokers": 2}').jokers
         2
         """
+        if not isinstance(text, str):
+            raise RulesError(f"rules must be text, not {shown(text)}: {_forms()}")
         preset, fields = _parse_json(text) if text.lstrip().startswith("{") else _parse_text(text)
         if preset not in PRESETS:
-            raise RulesError(f"rules {text!r}: unknown preset {preset!r}; {_forms()}")
+            raise RulesError(f"rules {_quoted(text)}: unknown preset {shown(preset)}; {_forms()}")
         if players is not None:
             if fields.get("players", players) != players:
                 raise RulesError(
-                    f"rules {text!r} set players={fields['players']!r}, but players={players} "
+                    f"rules {_quoted(text)} set players={shown(fields['players'])}, but "
+                    f"players={players} "
                     "is given too (--players): give it once, or the same number"
                 )
             fields["players"] = players
         try:
             return cls.preset(preset, **fields)
         except RulesError as e:  # a field or a combination: quote the text it came from
-            raise RulesError(f"rules {text!r}: {e}") from None
+            raise RulesError(f"rules {_quoted(text)}: {e}") from None
 
     @classmethod
     def coerce(cls, rules: Rules | str | dict[str, Any] | None) -> Rules:
@@ -196,44 +205,67 @@ def _parse_text(text: str) -> tuple[str, dict[str, Any]]:
     """``preset,field=value,...`` -> (preset, fields); the preset may be left out."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts:
-        raise RulesError(f"rules {text!r} are empty: {_forms()}")
+        raise RulesError(f"rules {_quoted(text)} are empty: {_forms()}")
     preset = parts.pop(0) if "=" not in parts[0] else "standard"
     fields: dict[str, Any] = {}
     for part in parts:
         key, eq, value = (s.strip() for s in part.partition("="))
         if not eq or not key:
             raise RulesError(
-                f"rules {text!r}: {part!r} is not field=value (only the first item may be a "
-                "preset name), e.g. standard,target=300"
+                f"rules {_quoted(text)}: {shown(part)} is not field=value (only the first item "
+                "may be a preset name), e.g. standard,target=300"
             )
         if key in fields:
-            raise RulesError(f"rules {text!r} set {key} twice: give each field once")
-        fields[key] = _value(value)
+            raise RulesError(f"rules {_quoted(text)} set {key[:40]} twice: give each field once")
+        try:
+            fields[key] = _value(key, value)
+        except RulesError as e:
+            raise RulesError(f"rules {_quoted(text)}: {e}") from None
     return preset, fields
 
 
 def _parse_json(text: str) -> tuple[str, dict[str, Any]]:
     """A JSON object of fields -> (its ``"preset"``, default standard; the other fields)."""
-    try:
-        fields: dict[str, Any] = json.loads(text)  # an object: the text starts with "{"
-    except json.JSONDecodeError as e:
-        raise RulesError(f"rules {text!r} are not valid JSON ({e}): {_forms()}") from None
+    # an object, as the text starts with "{" (anything after it is not valid JSON)
+    fields: dict[str, Any] = read_json(text, f"rules {_quoted(text)}", RulesError, _forms())
     preset = fields.pop("preset", "standard")
     if not isinstance(preset, str):
-        raise RulesError(f'rules {text!r}: "preset" must be a preset name, not {preset!r}')
+        raise RulesError(
+            f'rules {_quoted(text)}: "preset" must be a preset name, not {shown(preset)}'
+        )
     return preset, fields
 
 
-def _value(text: str) -> Any:
-    """A field value from text: true/false, none/null, an int, or the text itself (a wrong
-    type is then reported by `Rules` with the field's allowed values)."""
+def _quoted(text: str) -> str:
+    """The rules text as a message quotes it: the start of a long one is enough to find it."""
+    return shown(text, 100)
+
+
+INT_FIELDS: dict[str, tuple[int | None, int | None]] = {
+    "players": (MIN_PLAYERS, MAX_PLAYERS),
+    "hand_size": (1, None),
+    "decks": (None, None),
+    "target": (1, None),
+    "jokers": (None, None),
+    "turn_limit": (1, None),
+    "hand_limit": (1, None),
+}
+"""The int fields with the range `Rules` checks (decks and jokers are a choice, which
+`Rules` names); `Rules.parse` reads their values with `read_int`."""
+
+
+def _value(key: str, text: str) -> Any:
+    """A field value from text: true/false, none/null, an int for an int field (`read_int`,
+    so ``٣٠٠`` or ``5²`` is refused here, not read as 300 or a crash), or the text itself (a
+    wrong type is then reported by `Rules` with the field's allowed values)."""
     low = text.lower()
     if low in ("true", "false"):
         return low == "true"
     if low in ("none", "null"):
         return None
-    if text.lstrip("-").isdigit():
-        return int(text)
+    if key in INT_FIELDS:
+        low_end, high_end = INT_FIELDS[key]
+        return read_int(text, key, low_end, high_end, RulesError)
     return text
 
 
@@ -241,15 +273,13 @@ def _check_choice(name: str, value: object, allowed: tuple[object, ...]) -> None
     """`value` is one of `allowed`, with its exact type (so True is not the int 1)."""
     if not any(value == a and type(value) is type(a) for a in allowed):
         use = " or ".join(repr(a) for a in allowed)
-        raise RulesError(f"{name}={value!r} is not allowed: use {use}")
+        raise RulesError(f"{name}={shown(value)} is not allowed: use {use}")
 
 
 def _check_int(name: str, value: object, low: int, high: int | None, none_ok: bool = False) -> None:
-    allowed = f"{low}..{high}" if high is not None else f">= {low}"
-    if none_ok:
-        allowed += " or None"
+    allowed = int_range(low, high) + (" or None" if none_ok else "")
     if type(value) is not int or value < low or (high is not None and value > high):
-        raise RulesError(f"{name}={value!r} is not allowed: use an int {allowed}")
+        raise RulesError(f"{name}={shown(value)} is not allowed: use {allowed}")
 
 
 PRESETS: dict[str, dict[str, Any]] = {

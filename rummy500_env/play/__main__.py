@@ -31,6 +31,7 @@ from typing import Any
 
 from rummy500_env.agents.registry import ALLOWED, parse_spec, resolve_spec
 from rummy500_env.engine.errors import RulesError, Rummy500Error
+from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import PRESETS, Rules
 
 PLAYERS = (2, 3, 4)
@@ -63,7 +64,11 @@ def _parser() -> argparse.ArgumentParser:
         "or a JSON object of rules fields",
     )
     ap.add_argument(
-        "--players", type=int, choices=PLAYERS, default=None, help="seats, you included (2)"
+        "--players",
+        type=int_option("players"),
+        choices=PLAYERS,
+        default=None,
+        help="seats, you included (2)",
     )
     ap.add_argument(
         "--host",
@@ -71,12 +76,20 @@ def _parser() -> argparse.ArgumentParser:
         help="address to serve on (127.0.0.1); another address opens the page to the "
         "network, behind a secret token printed at start",
     )
-    ap.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    ap.add_argument(
+        "--port", type=int_option("port", 0, 65535), default=0, help="port (default: a free one)"
+    )
     ap.add_argument("--no-browser", action="store_true", help="do not open a browser")
     ap.add_argument("--data-dir", type=Path, default=None, help="where games are saved")
-    ap.add_argument("--seed", type=int, default=None, help="deal games from seed, seed+1, ...")
     ap.add_argument(
-        "--pace", type=int, default=700, metavar="MS", help="pause between computer moves (700)"
+        "--seed", type=int_option("seed"), default=None, help="deal games from seed, seed+1, ..."
+    )
+    ap.add_argument(
+        "--pace",
+        type=int_option("pace"),
+        default=700,
+        metavar="MS",
+        help="pause between computer moves (700)",
     )
     ap.add_argument("--replay", type=Path, default=None, metavar="FILE", help="watch a record")
     return ap

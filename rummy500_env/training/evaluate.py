@@ -29,6 +29,7 @@ from pathlib import Path
 
 from rummy500_env.agents.registry import check_spec, resolve_spec
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import PRESETS
 from rummy500_env.training.reports import print_table, write_outputs
 from rummy500_env.training.tournament import Config, EvaluateError, run
@@ -47,7 +48,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
     ap.add_argument("agents", nargs="+", metavar="AGENT")
     ap.add_argument(
         "--games",
-        type=int,
+        type=int_option("games"),
         default=200,
         help="games per pair, rounded up to whole deals (default 200)",
     )
@@ -58,7 +59,9 @@ def parse_args(argv: list[str] | None = None) -> Config:
         "(standard,target=300) or a JSON object of rules fields, e.g. "
         '\'{"jokers": 2, "rummy_calls": true}\'',
     )
-    ap.add_argument("--players", type=int, default=None, help="override the preset's players")
+    ap.add_argument(
+        "--players", type=int_option("players"), default=None, help="override the preset's players"
+    )
     ap.add_argument("--episode", default="game", help="game (to the target) or hand")
     ap.add_argument(
         "--field",
@@ -66,8 +69,8 @@ def parse_args(argv: list[str] | None = None) -> Config:
         help="one against the field: the first AGENT in one seat, each other AGENT in turn in "
         "every other seat; reports its win share beside the fair share",
     )
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int_option("workers"), default=os.cpu_count() or 1)
+    ap.add_argument("--seed", type=int_option("seed"), default=0)
     ap.add_argument("--out", default="runs/evaluate", help="folder for JSON, CSV and PNG")
     ap.add_argument(
         "--record",
