@@ -258,3 +258,84 @@ def test_a_pickle_that_would_run_code_is_named_unsafe_and_does_not_run(tmp_path)
     assert "is unsafe and was not loaded" in message and "system" in message
     assert "corrupt" not in message and "weights_only" not in message
     assert not marker.exists()
+
+
+# --- every metadata field checked before use (crafted files with a correct checksum) -------------
+
+
+def with_metadata(
+    tmp_path: Path, nested: dict[str, object] | None = None, **fields: object
+) -> Path:
+    """The shipped policy with metadata fields replaced (``network={...}``) and entries inside
+    a field replaced (``nested={"encoding.action_size": "381"}``), under a correct checksum:
+    only the metadata checks can refuse it."""
+    from rummy500_env.agents.policy import _write
+
+    blob = load_policy_file(SHIPPED)
+    meta = {**blob["metadata"], **fields}
+    for dotted, value in (nested or {}).items():
+        field, key = dotted.split(".")
+        meta[field] = {**meta[field], key: value}
+    path = tmp_path / "crafted.pt"
+    _write(path, blob["state_dict"], meta)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("changes", "words"),
+    [
+        (
+            {"network": {"kind": "mlp", "net_arch": [64], "activation": []}},
+            "network.activation must be a str ('tanh' or 'relu'), not []",
+        ),
+        (
+            {"network": {"kind": "mlp", "net_arch": [64], "activation": {}}},
+            "network.activation must be a str ('tanh' or 'relu'), not {}",
+        ),
+        ({"network": {"kind": ["cards"]}}, "network.kind must be a str ('mlp' or 'cards')"),
+        (
+            {"network": {"kind": "mlp", "net_arch": 64, "activation": "tanh"}},
+            "network.net_arch must be a list",
+        ),
+        ({"nested": {"encoding.observation_version": []}}, "encoding.observation_version must"),
+        ({"nested": {"encoding.action_size": "381"}}, "encoding.action_size must be an int"),
+        ({"encoding": [1, 2]}, "encoding must be an object"),
+        ({"package_version": ["0.1.0"]}, "package_version must be a str"),
+        ({"training": {"seed": torch.zeros(2)}}, "training.seed is a Tensor"),
+        ({"evaluation": {3: "x"}}, "evaluation has a key 3 that is not a str"),
+        ({"wall_s": "fast"}, "wall_s must be a number"),
+    ],
+    ids=[
+        "activation-list",
+        "activation-dict",
+        "kind-list",
+        "net_arch-int",
+        "observation-version-list",
+        "action-size-str",
+        "encoding-list",
+        "version-list",
+        "tensor",
+        "int-key",
+        "wall_s-str",
+    ],
+)
+def test_each_metadata_field_is_checked_before_use(tmp_path, changes, words):
+    """A crafted file with a correct checksum: ``"activation": []`` was ``TypeError:
+    unhashable type: 'list'``. Each is a `PolicyLoadError` naming the file, the field, the
+    value and what is allowed. (An int too long to print cannot come through: torch's
+    weights-only reader refuses one.)"""
+    path = with_metadata(tmp_path, **changes)
+    for rules in (None, "standard", "nordic"):
+        with pytest.raises(Exception) as e:
+            PolicyAgent.load(path, rules=rules)
+        assert type(e.value) is PolicyLoadError, repr(e.value)[:300]
+        assert words in str(e.value) and repr(str(path)) in str(e.value)
+        assert len(str(e.value)) < 2000
+
+
+def test_metadata_nested_too_deeply_is_refused(tmp_path):
+    deep: object = "x"
+    for _ in range(40):
+        deep = [deep]
+    with pytest.raises(PolicyLoadError, match=r"training\.notes\[0\]\S* is nested deeper than 16"):
+        PolicyAgent.load(with_metadata(tmp_path, training={"notes": deep}))

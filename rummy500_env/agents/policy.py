@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.numbers import shown
 from rummy500_env.engine.rules import PRESETS, Rules
 from rummy500_env.rl.actions import ENCODING_VERSION, ActionCodec
 from rummy500_env.rl.observation import FEATURE_VERSIONS, OBSERVATION_VERSION, ObservationEncoder
@@ -287,11 +288,9 @@ def load_policy_file(path: str | Path) -> dict[str, Any]:
     for key, kind in (("metadata", dict), ("state_dict", dict), ("checksum", str)):
         if not isinstance(blob[key], kind):
             raise PolicyLoadError(f"{str(path)!r} is corrupt: its {key} is not a {kind.__name__}")
-    for key in ("rules", "encoding", "network"):
-        if key in meta and not isinstance(meta[key], (dict, str) if key == "rules" else dict):
-            raise PolicyLoadError(
-                f"{str(path)!r}: its metadata's {key} must be an object, not {meta[key]!r:.60}"
-            )
+    problem = metadata_problem(meta)
+    if problem:
+        raise PolicyLoadError(f"{str(path)!r}: its metadata's {problem}")
     try:
         computed = weights_checksum(blob["state_dict"])
     except (AttributeError, TypeError, RuntimeError):  # not a dict of tensors
@@ -302,6 +301,107 @@ def load_policy_file(path: str | Path) -> dict[str, Any]:
             f"({blob['checksum']!r}); copy or export it again"
         )
     return blob
+
+
+METADATA_TYPES: dict[str, tuple[type, ...]] = {
+    "package_version": (str,),
+    "commit": (str,),
+    "rules": (dict, str),
+    "encoding": (dict,),
+    "network": (dict,),
+    "training": (dict,),
+    "evaluation": (dict,),
+    "wall_s": (int, float),
+}
+"""The metadata fields this package writes, with their types; a file may hold others (plain
+data too)."""
+ENCODING_FIELDS = ("observation_version", "action_version", "observation_size", "action_size")
+"""The ``encoding`` entries, each an int."""
+NETWORK_TYPES: dict[str, type] = {
+    "kind": str,
+    "activation": str,
+    "net_arch": list,
+    "channels": int,
+    "blocks": int,
+    "hidden": int,
+}
+"""The ``network`` entries' types; `networks.check_spec` then checks their values."""
+METADATA_DEPTH = 16
+"""Levels of nesting metadata may have (the shipped files have 4)."""
+_TYPE_NAMES = {str: "a str", int: "an int", float: "a float", dict: "an object", list: "a list"}
+
+
+def metadata_problem(meta: dict[str, Any]) -> str:
+    """What is wrong with a policy file's metadata, as "<field> must be ..., not ..." ("" when
+    nothing is): it must be plain data (objects with text keys, lists, text, numbers, true,
+    false, null) no deeper than `METADATA_DEPTH`, and each field this package reads must have
+    its type (`METADATA_TYPES`, `ENCODING_FIELDS`, `NETWORK_TYPES`), so a crafted file is
+    refused by name before any value is used (``"activation": []`` was a bare TypeError)."""
+    from rummy500_env.agents.networks import ACTIVATIONS, KINDS  # torch: loading needs it
+
+    for key, value in meta.items():
+        if not isinstance(key, str):
+            return f"key {shown(key)} is not a str"
+        found = _plain_data_problem(value, key[:40], 1)
+        if found:
+            return found
+    checks: list[tuple[str, Any, tuple[type, ...], str]] = [
+        (key, meta[key], kinds, "") for key, kinds in METADATA_TYPES.items() if key in meta
+    ]
+    encoding, network = meta.get("encoding"), meta.get("network")
+    if isinstance(encoding, dict):
+        checks += [
+            (f"encoding.{k}", encoding[k], (int,), "") for k in ENCODING_FIELDS if k in encoding
+        ]
+    if isinstance(network, dict):
+        allowed = {"kind": KINDS, "activation": tuple(ACTIVATIONS)}
+        checks += [
+            (f"network.{k}", network[k], (kind,), _one_of(allowed.get(k, ())))
+            for k, kind in NETWORK_TYPES.items()
+            if k in network
+        ]
+    for where, value, kinds, choices in checks:
+        if not any(_is(value, kind) for kind in kinds):
+            names = " or ".join(_TYPE_NAMES[kind] for kind in kinds)
+            if kinds == (int, float):
+                names = "a number"
+            return f"{where} must be {names}{choices}, not {shown(value)}"
+    return ""
+
+
+def _is(value: object, kind: type) -> bool:
+    """`isinstance`, except that a bool is no int or float here (JSON keeps them apart)."""
+    return isinstance(value, kind) and not (isinstance(value, bool) and kind in (int, float))
+
+
+def _one_of(choices: tuple[str, ...]) -> str:
+    return f" ({' or '.join(repr(c) for c in choices)})" if choices else ""
+
+
+def _plain_data_problem(value: object, where: str, depth: int) -> str:
+    """Why `value` (at `where`, `depth` levels down) is not plain JSON-like data ("" if it is)."""
+    if depth > METADATA_DEPTH:
+        return f"{where} is nested deeper than {METADATA_DEPTH} levels"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{where} has a key {shown(key)} that is not a str"
+            found = _plain_data_problem(item, f"{where}.{key[:40]}", depth + 1)
+            if found:
+                return found
+        return ""
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = _plain_data_problem(item, f"{where}[{i}]", depth + 1)
+            if found:
+                return found
+        return ""
+    if value is None or isinstance(value, (str, int, float)):
+        return ""
+    return (
+        f"{where} is a {type(value).__name__}, not plain data (text, numbers, true/false, "
+        "null, lists and objects)"
+    )
 
 
 def upgrade_policy_file(path: str | Path, out: str | Path | None = None) -> Path:
