@@ -12,7 +12,9 @@ After ``import rummy500_env``:
   "rummy500_v0", rules=...)`` makes the AEC env (`rummy500_env.env`) and
   ``pettingzoo.make("parallel", "rummy500_v0")`` its parallel form,
   ``turn_based_aec_to_parallel(env())`` (one agent acts per step; the others' actions are
-  ignored).
+  ignored);
+* with TextArena installed (the ``text`` extra), ``textarena.make("Rummy500-v0")`` makes the
+  TextArena game `rummy500_env.rl.textarena_env.Rummy500TextEnv` (and its variants by rules).
 
 Why the indirection: ``import rummy500_env`` must not load numpy, Gymnasium or PettingZoo
 (the engine is standard library only; tests/test_imports.py holds it to that), yet the ids
@@ -70,6 +72,12 @@ def register_pettingzoo() -> bool:
     return True
 
 
+def register_textarena() -> None:
+    """Register ``Rummy500-v0`` and its variants with TextArena (idempotent; the ``text``
+    extra): `rummy500_env.rl.textarena_env.register`. Imports textarena."""
+    importlib.import_module("rummy500_env.rl.textarena_env").register()
+
+
 def parallel_env(**kwargs: Any) -> Any:
     """``turn_based_aec_to_parallel(env(**kwargs))``: the parallel API over the AEC env, one
     agent acting per step (it passes PettingZoo's ``parallel_api_test``)."""
@@ -82,7 +90,11 @@ def parallel_env(**kwargs: Any) -> Any:
 def install() -> None:
     """Register now with each library already imported; for the others, right after their
     import (see the module docstring)."""
-    for name, register in (("gymnasium", register_gymnasium), ("pettingzoo", register_pettingzoo)):
+    for name, register in (
+        ("gymnasium", register_gymnasium),
+        ("pettingzoo", register_pettingzoo),
+        ("textarena", register_textarena),
+    ):
         if name in sys.modules:
             _quietly(name, register)
         elif not any(isinstance(f, _AfterImport) and f.name == name for f in sys.meta_path):

@@ -214,7 +214,7 @@ def render_prompt(
     if len(legal) <= full_list_limit:
         lines += [f"  {a}" for a in legal]
     else:
-        lines.append("  (grouped: write the kind word, then one item, e.g. discard 5C)")
+        lines.append("  (grouped by kind: write the kind word, then one item of its list)")
         lines += [
             f"  {kind}: {', '.join(items)}" if items[0] else f"  {kind}"
             for kind, items in group_actions(legal)

@@ -4,7 +4,9 @@
 evaluations) ask agents for their moves; `tournament.play_task` builds the agents and calls it.
 A bot (anything with `decide`) is handed its seat's information state (`Game.seat_view`) and
 the legal actions; any other agent its observation and mask. A game record is written by
-watching the game as it is played (`Recorder.watching`).
+watching the game as it is played (`Recorder.watching`); an agent with ``take_notes()`` (an
+`LLMAgent`: its exchanges with its endpoint) has what it returns kept in the record's
+``meta["agent_notes"]`` under its seat.
 """
 
 from __future__ import annotations
@@ -69,6 +71,11 @@ def play(
             if dealt:
                 recorder.note_deal()
     record = None if recorder is None else recorder.record
+    if record is not None:  # e.g. an LLMAgent's exchanges with its endpoint
+        for seat, agent in enumerate(agents):
+            take_notes = getattr(agent, "take_notes", None)
+            if take_notes is not None:
+                record.meta.setdefault("agent_notes", {})[str(seat)] = take_notes()
     totals = game.totals
     if episode == "hand":
         winner = None
