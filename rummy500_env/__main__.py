@@ -10,11 +10,13 @@ search[:BUDGET] or the path of an exported policy.
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
-from rummy500_env.engine.errors import RulesError
+from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import PRESETS, Rules
+from rummy500_env.rl.opponents import choose
 from rummy500_env.rl.rummy500_v0 import raw_env
 
 
@@ -51,9 +53,9 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     try:
         rules = Rules.parse(args.rules, players=len(args.players))
-    except RulesError as e:
+        bots = [make_agent(spec, rules, seed=seat) for seat, spec in enumerate(args.players)]
+    except Rummy500Error as e:  # bad rules, or an agent that does not load for them
         ap.error(str(e))
-    bots = [make_agent(spec, rules, seed=seat) for seat, spec in enumerate(args.players)]
     env = raw_env(rules=rules)
     env.reset(seed=args.seed)
     game = env.game
@@ -61,8 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     while not (all(env.terminations.values()) or all(env.truncations.values())):
         agent = env.agent_selection
         seat = env.agent_name_mapping[agent]
-        obs = env.observe(agent)
-        action = bots[seat].act(obs["observation"], obs["action_mask"])
+        action = choose(bots[seat], game, env.codec, partial(env.observe, agent))
         text = env.action_to_str(action)
         if args.verbose:
             print(f"P{seat} ({args.players[seat]}): {text}")

@@ -32,14 +32,13 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from rummy500_env.agents.base import Agent
 from rummy500_env.agents.expert import ExpertAgent
 from rummy500_env.agents.greedy import GreedyAgent
 from rummy500_env.agents.policy import shipped_policies
-from rummy500_env.agents.random_agent import RandomAgent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.numbers import read_int, shown
 from rummy500_env.engine.rules import Rules
+from rummy500_env.rl.opponents import Agent, RandomAgent
 
 BOTS = ("random", "greedy", "expert", "search")
 """The built-in bots, weakest first."""
@@ -243,3 +242,12 @@ def make_agent(spec: str, rules: Rules, seed: int) -> Agent:
     from rummy500_env.agents.policy import PolicyAgent  # torch: only when a policy is named
 
     return PolicyAgent.load(s.path or spec, rules=rules, deterministic=True)
+
+
+def check_agents(specs: list[str], rules: Rules) -> None:
+    """Build each agent `specs` name once, for `rules`, and drop it: what only loading finds
+    (a path that is no policy file, a policy made for other rules or table size) is its
+    error (`PolicyLoadError`, ...) now. Commands call it before any game, so a bad agent is
+    one clear error instead of a traceback from the first game or a worker process."""
+    for spec in dict.fromkeys(specs):  # each spec once, in order
+        make_agent(spec, rules, seed=0)

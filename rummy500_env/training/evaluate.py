@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from rummy500_env.agents.registry import check_spec, resolve_spec
+from rummy500_env.agents.registry import check_agents, check_spec, resolve_spec
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import PRESETS
@@ -120,6 +120,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
     )
     rules = cfg.game_rules()  # a RulesError now, not in a worker
     cfg.specs = [resolve_spec(s, rules) for s in cfg.specs]  # "model": the shipped policy's name
+    check_agents(cfg.specs, rules)  # each loads for these rules: an error now, not mid-run
     return cfg
 
 
