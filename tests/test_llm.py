@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 
 from rummy500_env import Game, Rules
+from rummy500_env.agents import RandomAgent
 from rummy500_env.agents.llm import (
     ChatClient,
     LLMAgent,
     make_llm_agent,
     parse_llm_spec,
 )
-from rummy500_env.agents.random_agent import RandomAgent
 from rummy500_env.agents.registry import AgentSpecError, check_spec, make_agent
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.records import Record
@@ -269,9 +269,9 @@ def test_retries_then_the_stated_fallback_each_counted() -> None:
 
     a = ask(view, legal, answer, ReplyPolicy(retries=2, fallback="first"), counts, random.Random(0))
     assert a == legal[0]
-    assert counts.to_dict() == {
-        "decisions": 1, "replies": 3, "first_try": 0, "illegal": 2, "unreadable": 1, "failed": 0, "fallbacks": 1,
-    }  # fmt: skip
+    assert counts == ReplyCounts(
+        decisions=1, replies=3, first_try=0, illegal=2, unreadable=1, failed=0, fallbacks=1
+    )
     assert seen[1].startswith("REFUSED: no action could be read from your reply")
     assert seen[2].startswith("REFUSED: discard 2C is illegal: you must draw first")
     # a legal answer after one refusal, and the random fallback drawn from its seeded generator

@@ -1,0 +1,105 @@
+"""Rummy500-v0 as a TextArena game, played through TextArena's own loop (``ta.make``,
+``reset``, ``get_observation``, ``step(action=...)``, ``close``) by the fake model of
+tests/test_llm.py, which reads the observation text alone."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+ta = pytest.importorskip(
+    "textarena", reason="TextArena is the text extra: pip install -e '.[text]'"
+)
+
+import rummy500_env  # noqa: E402,F401  registers the ids with TextArena
+from rummy500_env.rl.text import read_prompt  # noqa: E402
+from rummy500_env.rl.textarena_env import VARIANTS  # noqa: E402
+from tests.test_llm import FakeModel  # noqa: E402
+
+
+def board_of(observation: str) -> str:
+    """The latest board in an observation (the wrappers put the introduction first)."""
+    at = observation.rfind("REFUSED: ")
+    start = observation.rfind("You are playing Rummy 500 as P")
+    return observation[at if 0 <= at < start and "\n\n" not in observation[at:start] else start :]
+
+
+def play(
+    env_id: str, players: int, seed: int, model: FakeModel
+) -> tuple[dict[int, int], dict, int]:
+    env = ta.make(env_id)
+    env.reset(num_players=players, seed=seed)
+    done, info, steps = False, {}, 0
+    while not done:
+        player_id, observation = env.get_observation()
+        view, _ = read_prompt(board_of(observation))
+        assert view.seat == player_id
+        done, info = env.step(action=model(board_of(observation)))
+        steps += 1
+    rewards, game_info = env.close()
+    return rewards, {"info": info, "game_info": game_info}, steps
+
+
+def test_every_variant_is_registered_with_trains_and_raw_versions() -> None:
+    for env_id in VARIANTS:
+        for suffix in ("", "-train", "-raw"):
+            assert f"{env_id}{suffix}" in ta.envs.registration.ENV_REGISTRY
+
+
+@pytest.mark.parametrize(
+    ("env_id", "players"), [("Rummy500-v0", 2), ("Rummy500-v0-pagat", 4), ("Rummy500-v0-calls", 3)]
+)
+def test_whole_games_finish_through_textarenas_loop(env_id: str, players: int) -> None:
+    model = FakeModel(seed=2, p_nonsense=0.0, p_illegal=0.0)
+    rewards, out, steps = play(env_id, players, seed=5, model=model)
+    info = out["info"]
+    assert set(rewards) == set(range(players))
+    totals = info["totals"]
+    best = max(totals)
+    if totals.count(best) == 1 and max(totals) >= 500:
+        assert (
+            rewards[totals.index(best)] == 1 and sorted(rewards.values()).count(-1) == players - 1
+        )
+    assert sum(sum(h) for h in info["hand_scores"]) == sum(totals)
+    assert steps == model.answers > 50
+    # the same seed replays the same game
+    again, out2, steps2 = play(
+        env_id, players, seed=5, model=FakeModel(seed=2, p_nonsense=0.0, p_illegal=0.0)
+    )
+    assert (again, out2["info"], steps2) == (rewards, info, steps)
+
+
+def test_an_invalid_reply_is_explained_then_a_second_one_loses() -> None:
+    env = ta.make("Rummy500-v0")
+    env.reset(num_players=2, seed=1)
+    player, observation = env.get_observation()
+    done, _ = env.step(action="[discard ZZ]")
+    assert not done
+    again, observation = env.get_observation()
+    assert again == player
+    assert "REFUSED: no action could be read from your reply" in observation
+    legal = read_prompt(board_of(observation))[1]
+    done, _ = env.step(action=f"[{legal[0]}]")  # a legal reply clears the count
+    assert not done
+    player, observation = env.get_observation()
+    done, _ = env.step(action="[meld 2C 3C 4C]")
+    assert not done
+    _, observation = env.get_observation()
+    assert "meld 2C 3C 4C is illegal: " in observation
+    done, _ = env.step(action="I give up")
+    assert done
+    rewards, game_info = env.close()
+    assert rewards[player] == -1 and rewards[1 - player] == 1
+    assert game_info[player]["invalid_move"] is True
+
+
+def test_the_env_deep_copies_and_refuses_a_table_it_cannot_seat() -> None:
+    env = ta.make("Rummy500-v0-raw")
+    env.reset(num_players=2, seed=3)
+    twin = copy.deepcopy(env)
+    p, obs = env.get_observation()
+    q, obs2 = twin.get_observation()
+    assert (p, obs) == (q, obs2)
+    with pytest.raises(ValueError, match="cannot seat 9 players"):
+        ta.make("Rummy500-v0").reset(num_players=9, seed=0)
