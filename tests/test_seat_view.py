@@ -164,3 +164,77 @@ def test_seat_view_checks_its_seat():
     g = Game.new(Rules(players=3), seed=3)
     with pytest.raises(ValueError, match=r"0\.\.2"):
         g.seat_view(3)
+
+
+def _crafted(rules: Rules | None = None, **fields: object) -> object:
+    """A real view of a game in play (seat 0, a meld on the table, a card taken from the
+    pile) with `fields` replaced; None where this build cannot even construct it (a compiled
+    `SeatView` checks its fields' types in the constructor)."""
+    g = game(
+        hands=["7H 8H 9H 2C", "KD 2S QC"],
+        pile="9D KC",
+        melds=[("5S 6S 7S", 1)],
+        known=[["2C"], []],
+        phase="draw",
+    )
+    v = g.seat_view(0)
+    try:
+        return dataclasses.replace(v, **({"rules": rules} if rules else {}), **fields)
+    except TypeError:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"hand": (99, 1)}, "hand holds 99, which is no card (card ids are 0..51, 52 a joker)"),
+        ({"pile": (77,)}, "pile holds 77, which is no card"),
+        ({"hand": ("9D",)}, "hand holds '9D', which is no card"),
+        ({"hand": (True,)}, "hand holds True, which is no card"),
+        ({"seat": 5}, "seat must be a player 0..1, got 5"),
+        ({"seat": -1}, "seat must be a player 0..1, got -1"),
+        ({"turn": 9}, "turn must be a player 0..1, got 9"),
+        ({"dealer": 2}, "dealer must be a player 0..1, got 2"),
+        ({"hand_sizes": (4,)}, "hand_sizes must have one entry per player (2), got (4,)"),
+        ({"known": ((),)}, "known must have one entry per player (2)"),
+        ({"totals": (0, 0, 0)}, "totals must have one entry per player (2)"),
+        ({"known": ((), (99,))}, "known[1] holds 99, which is no card"),
+        ({"hand_sizes": (4, -3)}, "hand_sizes[1] must be an int >= 0, got -3"),
+        ({"hand_sizes": (5, 3)}, "hand_sizes[0] is 5, but the hand holds 4 cards"),
+        ({"stock_size": -1}, "stock_size must be an int >= 0, got -1"),
+        ({"taken_top": 60}, "taken_top holds 60, which is no card"),
+        ({"must_play": "x"}, "must_play holds 'x', which is no card"),
+        ({"discarder": 4}, "discarder must be null or a player 0..1, got 4"),
+        ({"phase": "nap"}, "phase must be one of"),
+        ({"turns": -2}, "turns must be an int >= 0, got -2"),
+        ({"rules": Rules(players=3)}, "must have one entry per player (3)"),
+        ({"rules": "standard"}, "rules must be a Rules, got 'standard'"),
+        ({"melds": ("5S 6S 7S",)}, "melds[0] is no Meld"),
+    ],
+    ids=lambda x: str(x)[:40] if isinstance(x, dict) else None,
+)
+def test_determinization_checks_the_view_first_and_names_each_problem(fields, problem):
+    """A crafted view was a bare IndexError (card 99, seat 5, short hand_sizes, turn 9) or
+    TypeError (a str card) from sampling, which ran before the check."""
+    rules = fields.pop("rules", None)
+    view = _crafted(rules, **fields)  # type: ignore[arg-type]
+    if view is None:
+        pytest.skip("this build's SeatView refuses the field's type when it is built")
+    with pytest.raises(Exception) as e:
+        Game.from_seat_view(view, 0)  # type: ignore[arg-type]
+    assert type(e.value) is InvalidPositionError, repr(e.value)
+    assert any(problem in p for p in e.value.problems), e.value.problems
+
+
+def test_a_view_with_several_problems_lists_them_all():
+    view = _crafted(seat=5, turn=9, hand=(99,), pile=("x",))
+    assert view is not None
+    with pytest.raises(InvalidPositionError) as e:
+        Game.from_seat_view(view, 0)  # type: ignore[arg-type]
+    assert len(e.value.problems) == 4, e.value.problems
+
+
+def test_the_crafted_views_base_is_sound():
+    view = _crafted()
+    assert view is not None
+    Game.from_seat_view(view, 0)  # type: ignore[arg-type]

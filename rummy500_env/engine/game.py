@@ -278,9 +278,14 @@ class Game:
     def from_seat_view(cls, view: SeatView, seed: int | random.Random, check: bool = True) -> Game:
         """A playable game that `view`'s seat cannot tell from the real one: the hidden cards
         dealt again at random (`SeatView.sample_position`), seeded by `seed` (an int, or a
-        `random.Random` to draw from). With `check`, the position passes every check
-        `from_dict` makes (`InvalidPositionError` lists the problems); search over views the
-        engine made may skip it."""
+        `random.Random` to draw from). With `check`, the view's shape is checked before
+        sampling (`SeatView.problems`: seats, card ids, one entry per player) and the position
+        dealt passes every check `from_dict` makes; either way `InvalidPositionError` lists
+        the problems. Search over views the engine made may skip it."""
+        if check:
+            problems = view.problems()
+            if problems:
+                raise InvalidPositionError(problems)
         rng = seed if isinstance(seed, random.Random) else random.Random(seed)
         position = view.sample_position(rng)
         return cls._build(positions.check(position) if check else position)

@@ -18,11 +18,13 @@ from __future__ import annotations
 import dataclasses
 import random
 from dataclasses import dataclass, replace
+from typing import TypeGuard
 
 from rummy500_env.engine.cards import JOKER, NUM_CARDS, Card
 from rummy500_env.engine.errors import InvalidPositionError
 from rummy500_env.engine.melds import Meld
-from rummy500_env.engine.positions import Phase, Position
+from rummy500_env.engine.numbers import shown
+from rummy500_env.engine.positions import PHASES, Phase, Position
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.scoring import HandResult
 
@@ -153,6 +155,63 @@ class SeatView:
             result=result,
         )
 
+    def problems(self) -> list[str]:
+        """Every way this view's shape is not that of a real position's view (empty if none):
+        the rules, the seats (seat, dealer, turn, discarder), the phase, every card id (hand,
+        pile, known, melds, taken_top, must_play), one entry per player in `known`,
+        `hand_sizes` and `totals`, counts that are ints >= 0. `Game.from_seat_view` checks
+        this before sampling, which would otherwise fail on such a view with a bare
+        IndexError or TypeError; whether the position it deals obeys the rules is
+        `positions.check`'s to say.
+
+        Read as plain objects: a crafted view may hold anything where a field says int (a
+        compiled `SeatView` checks the fields' own types when built, not their items')."""
+        rules: object = self.rules
+        if not isinstance(rules, Rules):
+            return [f"rules must be a Rules, got {shown(rules)}"]
+        n = rules.players
+        found = _seat_problem("seat", self.seat, n, False)
+        found += _seat_problem("dealer", self.dealer, n, False)
+        found += _seat_problem("turn", self.turn, n, False)
+        found += _seat_problem("discarder", self.discarder, n, True)
+        phase: object = self.phase
+        if phase not in PHASES:
+            found.append(f"phase must be one of {PHASES}, got {shown(phase)}")
+        hand: object = self.hand
+        found += _cards_problem("hand", hand)
+        found += _cards_problem("pile", self.pile)
+        for name, card in (("taken_top", self.taken_top), ("must_play", self.must_play)):
+            if card is not None:
+                found += _cards_problem(name, (card,))
+        known: object = self.known
+        if _per_player(known, n):
+            for q, cards in enumerate(known):
+                found += _cards_problem(f"known[{q}]", cards)
+        else:
+            found.append(f"known must have one entry per player ({n}), got {shown(known)}")
+        sizes: object = self.hand_sizes
+        if _per_player(sizes, n):
+            found += _counts_problem("hand_sizes", sizes)
+            seat: object = self.seat
+            mine = sizes[seat] if type(seat) is int and 0 <= seat < n else None
+            if isinstance(hand, tuple) and type(mine) is int and mine != len(hand):
+                found.append(f"hand_sizes[{seat}] is {mine}, but the hand holds {len(hand)} cards")
+        else:
+            found.append(f"hand_sizes must have one entry per player ({n}), got {shown(sizes)}")
+        totals: object = self.totals
+        if not _per_player(totals, n):
+            found.append(f"totals must have one entry per player ({n}), got {shown(totals)}")
+        elif any(type(t) is not int for t in totals):
+            found.append(f"totals must be ints, got {shown(totals)}")
+        for name, count in (
+            ("stock_size", self.stock_size),
+            ("turns", self.turns),
+            ("hands_played", self.hands_played),
+        ):
+            found += _counts_problem(name, (count,), one=True)
+        found += _melds_problem(self.melds, n)
+        return found
+
     def sample_position(self, rng: random.Random) -> Position:
         """A full position this seat cannot tell from the real one: the unseen cards (hidden
         jokers too) shuffled by `rng` and dealt to the other hands, each keeping the cards it
@@ -198,3 +257,64 @@ class SeatView:
             seed=rng.getrandbits(32),
             discarder=self.discarder,
         )
+
+
+# --- checking a view's shape (`SeatView.problems`) --------------------------------------------
+
+_NO_CARD = "which is no card (card ids are 0..51, 52 a joker)"
+
+
+def _is_card(value: object) -> bool:
+    return type(value) is int and 0 <= value <= JOKER
+
+
+def _seat_problem(name: str, value: object, n: int, none_ok: bool) -> list[str]:
+    if (none_ok and value is None) or (type(value) is int and 0 <= value < n):
+        return []
+    return [
+        f"{name} must be {'null or ' if none_ok else ''}a player 0..{n - 1}, got {shown(value)}"
+    ]
+
+
+def _cards_problem(name: str, cards: object) -> list[str]:
+    """`cards` is a tuple of card ids; else the problem, naming the first that is not."""
+    if not isinstance(cards, tuple):
+        return [f"{name} must be a tuple of card ids, got {shown(cards)}"]
+    items: tuple[object, ...] = cards
+    bad = [c for c in items if not _is_card(c)]
+    return [f"{name} holds {shown(bad[0])}, {_NO_CARD}"] if bad else []
+
+
+def _per_player(value: object, n: int) -> TypeGuard[tuple[object, ...]]:
+    """`value` is a tuple of one entry per player."""
+    return isinstance(value, tuple) and len(value) == n
+
+
+def _counts_problem(name: str, values: tuple[object, ...], one: bool = False) -> list[str]:
+    """Each of `values` is an int >= 0 (`one`: the one value of field `name`)."""
+    for i, v in enumerate(values):
+        if type(v) is not int or v < 0:
+            where = name if one else f"{name}[{i}]"
+            return [f"{where} must be an int >= 0, got {shown(v)}"]
+    return []
+
+
+def _melds_problem(melds: object, n: int) -> list[str]:
+    """Each meld is a `Meld` of card ids, with one owner (a player) per card."""
+    if not isinstance(melds, tuple):
+        return [f"melds must be a tuple of Meld, got {shown(melds)}"]
+    items: tuple[object, ...] = melds
+    for i, m in enumerate(items):
+        if not isinstance(m, Meld):
+            return [f"melds[{i}] is no Meld: {shown(m)}"]
+        cards: object = m.cards
+        owners: object = m.owners
+        found = _cards_problem(f"melds[{i}].cards", cards)
+        if found:
+            return found
+        if not isinstance(owners, tuple) or len(owners) != len(m.cards):
+            return [f"melds[{i}].owners must name one player per card, got {shown(owners)}"]
+        for owner in owners:
+            if not (type(owner) is int and 0 <= owner < n):
+                return [f"melds[{i}].owners holds {shown(owner)}, which is no player 0..{n - 1}"]
+    return []
