@@ -40,8 +40,6 @@ PACKAGE_LAYERS = {
     "cards": 1,  # the documented address of engine.cards
     "rl": 2,  # the action codec, the observation encoders, the PettingZoo env
     "agents": 3,
-    "rl/single_agent": 3,  # the Gymnasium view plays agents in the other seats
-    "rl/vector": 3,  # the single-agent view's vector env, batching its agents
     "training": 4,
     "bench": 5,
     "__main__": 5,
@@ -104,3 +102,72 @@ def test_package_layers_import_downwards_only():
             if top > own:
                 bad.append(f"{'/'.join(rel)} imports {module}")
     assert bad == []
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Each package module's imports of other package modules (at any depth of the file,
+    lazy imports included), by dotted name; a package's ``__init__`` is the package's name.
+    ``from pkg import sub`` is an import of the module ``pkg.sub``."""
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = ("rummy500_env", *path.relative_to(PACKAGE).with_suffix("").parts)
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def module_of(name: str) -> str:
+        while name not in names:  # `pkg.module.Name` -> `pkg.module`
+            name = name.rpartition(".")[0]
+        return name
+
+    graph = {}
+    for name, path in names.items():
+        out = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module.startswith("rummy500_env"):
+                    out |= {module_of(f"{node.module}.{a.name}") for a in node.names}
+            elif isinstance(node, ast.Import):
+                out |= {module_of(a.name) for a in node.names if a.name.startswith("rummy500_env")}
+        graph[name] = out - {name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted. A
+    package importing its own submodules (``agents`` re-exporting ``agents.greedy``) is no
+    cycle unless the submodule imports the package back."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_imports_form_a_cycle():
+    assert cycles(module_graph()) == []
+
+
+def test_the_cycle_check_can_fail():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -11,13 +11,12 @@ torch. `make_agent` builds any of them from a spec such as ``"expert"`` or ``"se
 
 from typing import Any
 
-from rummy500_env.agents.base import Agent, as_agent
 from rummy500_env.agents.bot import Bot
 from rummy500_env.agents.expert import ExpertAgent
 from rummy500_env.agents.greedy import GreedyAgent
-from rummy500_env.agents.random_agent import RandomAgent
 from rummy500_env.agents.registry import check_spec, make_agent
 from rummy500_env.agents.search import SearchAgent
+from rummy500_env.rl.opponents import Agent, RandomAgent, as_agent
 
 __all__ = [
     "Agent",

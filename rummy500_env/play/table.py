@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rummy500_env.agents.base import Agent
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.cards import card_str
 from rummy500_env.engine.errors import ActionParseError, Rummy500Error
@@ -26,6 +25,7 @@ from rummy500_env.play.plan import Mark, hand_marks, put_down_plan
 from rummy500_env.play.view import describe, display_key, table_view
 from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
+from rummy500_env.rl.opponents import Agent, choose
 
 HUMAN = 0
 """The human's seat. Seat 0 leads the first hand (docs/rules.md §1: the last seat deals)."""
@@ -91,21 +91,18 @@ class Computers:
 
     def _choose(self, game: Game) -> Action:
         seat = game.current_player
-        agent = self.agents[seat]
-        legal = game.legal_actions()
-        decide = getattr(agent, "decide", None)
-        if decide is not None:
-            action = decide(game.seat_view(seat), legal)
-            if action not in legal:
-                raise PlayError(500, f"the computer ({self.spec}) chose {action}, not legal now")
-            return action  # type: ignore[no-any-return]
         mask = self.codec.mask(game)
-        choice = agent.act(self.encoder.encode(game, seat), mask)
+        choice = choose(
+            self.agents[seat], game, self.codec, lambda: self._observation(game, seat, mask)
+        )
         if not (isinstance(choice, int) and 0 <= choice < len(mask) and mask[choice]):
             raise PlayError(
                 500, f"the computer ({self.spec}) chose {choice!r}, which is no legal action id"
             )
         return self.codec.decode(game, choice)
+
+    def _observation(self, game: Game, seat: int, mask: Any) -> dict[str, Any]:
+        return {"observation": self.encoder.encode(game, seat), "action_mask": mask}
 
 
 class Table:

@@ -38,11 +38,10 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from rummy500_env.agents.base import Agent, as_agent, pool_weights
-from rummy500_env.agents.random_agent import RandomAgent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.render import render
 from rummy500_env.engine.rules import Rules
+from rummy500_env.rl.opponents import Agent, RandomAgent, as_agent, choose, pool_weights
 from rummy500_env.rl.rummy500_v0 import raw_env
 
 Opponents = Any  # an agent, a callable, or a sequence with one per other seat
@@ -253,15 +252,17 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
         self.aec.step(int(action))
         return float(self.aec.rewards[self._require_reset()])
 
-    def _opponent_to_act(self) -> tuple[Agent, dict[str, np.ndarray]] | None:
-        """The opponent to act now and its observation dict; None when the learner is to act
-        or the episode is over."""
+    def _opponent_to_act(self) -> Agent | None:
+        """The opponent to act now; None when the learner is to act or the episode is over."""
         aec, me = self.aec, self._require_reset()
         if aec.terminations[me] or aec.truncations[me] or aec.agent_selection == me:
             return None
-        agent = aec.agent_selection
-        seat = aec.agent_name_mapping[agent]
-        return self.opponents[(seat - self.seat) % self.rules.players - 1], aec.observe(agent)
+        seat = aec.agent_name_mapping[aec.agent_selection]
+        return self.opponents[(seat - self.seat) % self.rules.players - 1]
+
+    def _opponent_observation(self) -> dict[str, np.ndarray]:
+        """The observation dict of the opponent to act (for agents that act on one)."""
+        return self.aec.observe(self.aec.agent_selection)
 
     def _opponent_plays(self, action: int) -> float:
         """Play the opponent's action; the learner's reward from it."""
@@ -272,9 +273,11 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
         """Let the other seats act until the learner is to act or the episode ends; return the
         reward the learner received meanwhile."""
         reward = 0.0
-        while (turn := self._opponent_to_act()) is not None:
-            opponent, obs = turn
-            reward += self._opponent_plays(opponent.act(obs["observation"], obs["action_mask"]))
+        while (opponent := self._opponent_to_act()) is not None:
+            game = self.aec.game
+            assert game is not None, "an episode is being played"
+            action = choose(opponent, game, self.aec.codec, self._opponent_observation)
+            reward += self._opponent_plays(action)
         return reward
 
     def _result(self, reward: float) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:

@@ -34,8 +34,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from rummy500_env.agents.base import Agent
 from rummy500_env.engine.errors import IllegalActionError, Rummy500Error
+from rummy500_env.rl.opponents import Agent, choose
 from rummy500_env.rl.single_agent import DONE_ACTION, Rummy500SingleAgentEnv
 
 __all__ = ["DONE_ACTION", "Rummy500VectorEnv"]
@@ -218,20 +218,18 @@ class Rummy500VectorEnv(gymnasium.vector.VectorEnv):  # type: ignore[misc]
     def _play_opponents(self, playing: list[int]) -> None:
         """Let the opponents of the given envs act until each env's learner is to act or its
         episode is over, in rounds: each round asks every opponent once for all the envs it
-        is to act in, as one batch when it has ``act_batch``."""
+        is to act in (`_actions`)."""
         while playing:
-            turns: dict[int, tuple[Agent, list[int], list[dict[str, np.ndarray]]]] = {}
+            turns: dict[int, tuple[Agent, list[int]]] = {}
             for i in playing:
-                turn = self.envs[i]._opponent_to_act()
-                if turn is not None:
-                    opponent, obs = turn
-                    entry = turns.setdefault(id(opponent), (opponent, [], []))
-                    entry[1].append(i)
-                    entry[2].append(obs)
-            for opponent, envs, observations in turns.values():
-                for i, action in zip(envs, _actions(opponent, observations), strict=True):
-                    self._rewards[i] += self.envs[i]._opponent_plays(int(action))
-            playing = [i for envs in (t[1] for t in turns.values()) for i in envs]
+                opponent = self.envs[i]._opponent_to_act()
+                if opponent is not None:
+                    turns.setdefault(id(opponent), (opponent, []))[1].append(i)
+            for opponent, envs in turns.values():
+                actions = _actions(opponent, [self.envs[i] for i in envs])
+                for i, action in zip(envs, actions, strict=True):
+                    self._rewards[i] += self.envs[i]._opponent_plays(action)
+            playing = [i for _, envs in turns.values() for i in envs]
 
     def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
         if seed is None:
@@ -244,12 +242,19 @@ class Rummy500VectorEnv(gymnasium.vector.VectorEnv):  # type: ignore[misc]
         return seeds
 
 
-def _actions(opponent: Agent, observations: list[dict[str, np.ndarray]]) -> list[int]:
-    """The opponent's actions for these observations: one ``act_batch`` call if it has one
-    and there is more than one, else ``act`` per observation."""
+def _actions(opponent: Agent, envs: list[Rummy500SingleAgentEnv]) -> list[int]:
+    """The opponent's actions in these envs, where it is to act: a bot decides on each seat's
+    view (`choose`); any other agent with ``act_batch`` is asked once for all their
+    observations; else `choose` (``act``) env by env."""
     batched = getattr(opponent, "act_batch", None)
-    if batched is not None and len(observations) > 1:
+    if batched is not None and len(envs) > 1 and getattr(opponent, "decide", None) is None:
+        observations = [env._opponent_observation() for env in envs]
         obs = np.stack([o["observation"] for o in observations])
         masks = np.stack([o["action_mask"] for o in observations]).astype(bool)
         return [int(a) for a in batched(obs, masks)]
-    return [opponent.act(o["observation"], o["action_mask"]) for o in observations]
+    out = []
+    for env in envs:
+        game = env.aec.game
+        assert game is not None, "an episode is being played"
+        out.append(choose(opponent, game, env.aec.codec, env._opponent_observation))
+    return out

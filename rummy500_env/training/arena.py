@@ -2,8 +2,8 @@
 
 `play` is the one loop in which the package's tournaments (`training.evaluate`, training's
 evaluations) ask agents for their moves; `tournament.play_task` builds the agents and calls it.
-A bot (anything with `decide`) is handed its seat's information state (`Game.seat_view`) and
-the legal actions; any other agent its observation and mask. A game record is written by
+Each move is asked for by `rl.opponents.choose`: a bot decides on its seat's information
+state, any other agent acts on its observation and mask. A game record is written by
 watching the game as it is played (`Recorder.watching`); an agent with ``take_notes()`` (an
 `LLMAgent`: its exchanges with its endpoint) has what it returns kept in the record's
 ``meta["agent_notes"]`` under its seat.
@@ -12,11 +12,12 @@ watching the game as it is played (`Recorder.watching`); an agent with ``take_no
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from rummy500_env.agents.base import Agent
 from rummy500_env.engine.records import Record, Recorder
 from rummy500_env.engine.rules import Rules
+from rummy500_env.rl.opponents import Agent, choose
 from rummy500_env.rl.rummy500_v0 import raw_env
 
 
@@ -53,19 +54,13 @@ def play(
         if e.terminations[agent] or e.truncations[agent]:
             break
         seat = e.agent_name_mapping[agent]
-        decide = getattr(agents[seat], "decide", None)
-        if decide is not None:
-            action = decide(game.seat_view(seat), game.legal_actions())
-            action_id = e.codec.encode(game, action)
-        else:
-            obs = e.observe(agent)
-            action_id = int(agents[seat].act(obs["observation"], obs["action_mask"]))
-            action = e.codec.decode(game, action_id)
+        action_id = choose(agents[seat], game, e.codec, partial(e.observe, agent))
+        action = None if recorder is None else e.codec.decode(game, action_id)
         e.step(action_id)
         ended = "hand_scores" in e.infos[agent]  # set by the step that ended a hand
         if ended:
             hands.append(list(e.infos[agent]["hand_scores"]))
-        if recorder is not None:
+        if recorder is not None and action is not None:
             dealt = ended and not game.is_hand_over  # the env dealt the next hand at once
             recorder.note(seat, action, e.hand_result if dealt else None)
             if dealt:

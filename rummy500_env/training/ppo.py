@@ -40,11 +40,11 @@ import torch
 import torch.nn as nn
 
 import rummy500_env
-from rummy500_env.agents.base import Agent
 from rummy500_env.agents.networks import KINDS, build_network, mlp
 from rummy500_env.agents.policy import PolicyAgent, current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.rl.opponents import Agent
 from rummy500_env.training.common import (
     Checkpoints,
     ConfigError,

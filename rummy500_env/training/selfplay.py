@@ -3,8 +3,8 @@
 The learner's decisions of all games come out as one array (one forward of its network per
 step); the opponents play inside `step`, in rounds: in each round every game whose turn is an
 opponent's asks it, and a policy opponent answers all the games it sits in with one forward
-(`act_batch`), a bot (anything with `decide`) one game at a time on the engine's information
-state (`Game.seat_view`), with no observation built for it. Games that end are dealt again at
+(`act_batch`), a bot one game at a time on the engine's information state (`rl.opponents.choose`),
+with no observation built for it. Games that end are dealt again at
 once (the seat and the opponents drawn anew), so every row always holds a learner decision.
 
 Each game is a `Rummy500Env` (the bare AEC env), so rewards, hand and game ends, truncation
@@ -16,13 +16,14 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from rummy500_env.agents.base import Agent, pool_weights
 from rummy500_env.engine.errors import IllegalActionError, Rummy500Error
 from rummy500_env.engine.rules import Rules
+from rummy500_env.rl.opponents import Agent, choose, pool_weights
 from rummy500_env.rl.rummy500_v0 import Rummy500Env
 
 MAX_ROUNDS = 10_000
@@ -203,14 +204,12 @@ class SelfPlayGames:
         for rows in by_agent.values():
             first = self.envs[rows[0]]
             agent = self.opponents[rows[0]][first.agent_name_mapping[first.agent_selection]]
-            decide = getattr(agent, "decide", None)
-            if decide is not None:  # a bot: the engine's information state, no observation
+            if getattr(agent, "decide", None) is not None:  # a bot: `choose`, game by game
                 for i in rows:
                     env = self.envs[i]
                     g = env.unwrapped.game
                     assert g is not None, "a game is dealt in every row"
-                    action = decide(g.seat_view(g.current_player), g.legal_actions())
-                    env.step(env.codec.encode(g, action))
+                    env.step(choose(agent, g, env.codec, partial(env.observe, env.agent_selection)))
                     self._acc[i] += env.rewards[env.possible_agents[self.learner[i]]]
                 continue
             views = [self.envs[i].observe(self.envs[i].agent_selection) for i in rows]
