@@ -62,6 +62,7 @@ EXTRAS = {
     "ray": "rllib",
     "torchrl": "frameworks",
     "tianshou": "frameworks",
+    "textarena": "text",
 }
 """The extra that installs each optional module, named in a skip that says only "could not
 import" (pyproject.toml's [project.optional-dependencies])."""

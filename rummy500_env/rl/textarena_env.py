@@ -27,7 +27,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import textarena as ta  # type: ignore[import-untyped]
+import textarena as ta
 
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.game import Game
@@ -210,8 +210,8 @@ class Rummy500TextEnv(ta.Env):  # type: ignore[misc]  # textarena is untyped
 def register() -> None:
     """Register every id of `VARIANTS` with TextArena (idempotent), each with its default,
     ``-train`` and ``-raw`` wrappers."""
-    from textarena.envs.registration import ENV_REGISTRY, register_with_versions  # type: ignore[import-untyped]
-    from textarena.wrappers import (  # type: ignore[import-untyped]
+    from textarena.envs.registration import ENV_REGISTRY, register_with_versions
+    from textarena.wrappers import (
         ActionFormattingWrapper,
         GameBoardObservationWrapper,
     )

@@ -67,8 +67,8 @@ def play(
                 recorder.note_deal()
     record = None if recorder is None else recorder.record
     if record is not None:  # e.g. an LLMAgent's exchanges with its endpoint
-        for seat, agent in enumerate(agents):
-            take_notes = getattr(agent, "take_notes", None)
+        for seat, player in enumerate(agents):
+            take_notes = getattr(player, "take_notes", None)
             if take_notes is not None:
                 record.meta.setdefault("agent_notes", {})[str(seat)] = take_notes()
     totals = game.totals
