@@ -339,3 +339,38 @@ def test_metadata_nested_too_deeply_is_refused(tmp_path):
         deep = [deep]
     with pytest.raises(PolicyLoadError, match=r"training\.notes\[0\]\S* is nested deeper than 16"):
         PolicyAgent.load(with_metadata(tmp_path, training={"notes": deep}))
+
+
+# --- a local file or folder named like a shipped policy --------------------------------------
+
+
+def test_a_folder_or_non_policy_file_named_standard_does_not_hide_the_shipped_policy(
+    tmp_path, monkeypatch
+):
+    """``PolicyAgent.load("standard")`` in a folder holding ``standard/`` (a run folder, say)
+    or a ``standard`` text file was "no policy file at 'standard'": the shipped policy loads."""
+    from rummy500_env.agents.registry import make_agent, parse_spec
+    from rummy500_env.engine.rules import Rules
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "standard").mkdir()
+    (tmp_path / "standard" / "notes.txt").write_text("a run")
+    assert PolicyAgent.load("standard").path == str(SHIPPED)
+    assert parse_spec("standard").kind == "shipped"
+    assert make_agent("standard", Rules(), seed=0).path == str(SHIPPED)  # type: ignore[attr-defined]
+    (tmp_path / "standard" / "notes.txt").unlink()
+    (tmp_path / "standard").rmdir()
+    (tmp_path / "standard").write_text("not a policy")
+    assert PolicyAgent.load("standard").path == str(SHIPPED)
+    assert parse_spec("standard").kind == "shipped"
+
+
+def test_a_real_policy_file_named_standard_loads_and_says_a_shipped_one_exists(
+    tmp_path, monkeypatch
+):
+    """A path is what it names, as everywhere; the warning says both exist and how to pick."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "standard").write_bytes(SHIPPED.read_bytes())
+    with pytest.warns(UserWarning, match=r"'standard' names both .* and the shipped policy"):
+        agent = PolicyAgent.load("standard")
+    assert agent.path == "standard"

@@ -21,7 +21,9 @@ and encodings.
 Shipped policies: the files ``models/rummy500-ppo-<name>.pt`` of the repository travel inside
 the wheel (as ``rummy500_env/models/``) and load by name, ``PolicyAgent.load("standard")``
 (`shipped_policies` lists them; an agent spec takes the name too: ``python -m
-training.evaluate standard greedy``). `shipped_for` finds the one made for a table's rules
+training.evaluate standard greedy``); a folder or a non-policy file of that name in the working
+directory does not hide it, and a policy file of that name loads instead, with a warning
+(`policy_path`). `shipped_for` finds the one made for a table's rules
 and size (the agent spec ``model``), and a policy refused for other rules names those that
 fit.
 
@@ -39,6 +41,7 @@ import json
 import pickle
 import re
 import sys
+import warnings
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -89,17 +92,47 @@ def shipped_policies() -> dict[str, Path]:
 
 def policy_path(path: str | Path) -> Path:
     """The file `PolicyAgent.load` reads: `path` itself, or, for a bare name such as
-    ``"standard"`` with no file of that name here, the shipped policy of that name."""
+    ``"standard"``, the shipped policy of that name.
+
+    A bare name is a shipped policy's unless a policy file of that name is here: a folder
+    ``standard/`` (a run folder, say) or a file that is no policy (`is_policy_file`) does not
+    hide the shipped one. When both a policy file and a shipped policy have the name, the file
+    here loads, as any path does, with a warning that names both (the shipped one loads by
+    its full path)."""
     given = Path(path)
-    if given.exists() or given.suffix or len(given.parts) != 1:
+    if given.suffix or len(given.parts) != 1:
         return given
-    shipped = shipped_policies()
-    if str(path) in shipped:
-        return shipped[str(path)]
-    raise PolicyLoadError(
-        f"no policy file at {str(path)!r}, and no shipped policy of that name; shipped: "
-        f"{', '.join(shipped) or 'none found'}"
+    shipped = shipped_policies().get(str(path))
+    if shipped is None:
+        if given.exists():
+            return given
+        raise PolicyLoadError(
+            f"no policy file at {str(path)!r}, and no shipped policy of that name; shipped: "
+            f"{', '.join(shipped_policies()) or 'none found'}"
+        )
+    if not is_policy_file(given):
+        return shipped
+    warnings.warn(
+        f"{str(path)!r} names both a policy file here ({given.resolve()}) and the shipped policy "
+        f"{shipped}; loading the one here. Give the shipped one by its path, or rename the "
+        "file here",
+        UserWarning,
+        stacklevel=3,
     )
+    return given
+
+
+def is_policy_file(path: Path) -> bool:
+    """Whether `path` is a file as ``torch.save`` writes one (a zip archive holding a
+    ``data.pkl``): what a policy file is before its contents are read. Torch-free."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(ZIP_MAGIC)) != ZIP_MAGIC:
+                return False
+        with zipfile.ZipFile(path) as z:
+            return any(n.endswith("/data.pkl") for n in z.namelist())
+    except (OSError, zipfile.BadZipFile, ValueError):  # a folder, unreadable, damaged
+        return False
 
 
 def shipped_rules() -> dict[str, Rules]:

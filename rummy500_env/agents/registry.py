@@ -34,7 +34,7 @@ from pathlib import Path
 
 from rummy500_env.agents.expert import ExpertAgent
 from rummy500_env.agents.greedy import GreedyAgent
-from rummy500_env.agents.policy import shipped_policies
+from rummy500_env.agents.policy import is_policy_file, shipped_policies
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.numbers import read_int, shown
 from rummy500_env.engine.rules import Rules
@@ -111,10 +111,9 @@ def parse_spec(spec: str) -> AgentSpec:
     if name == "llm":
         return _llm_spec(spec)
     path = Path(spec)
-    if not colon and not path.exists():
-        shipped = shipped_policies()
-        if spec in shipped:
-            return AgentSpec("shipped", path=str(shipped[spec]))
+    shipped = {} if colon else shipped_policies()
+    if spec in shipped and not is_policy_file(path):  # a folder or other file does not hide it
+        return AgentSpec("shipped", path=str(shipped[spec]))
     if path.suffix == ".pt" or path.exists():
         if not path.is_file():
             raise AgentSpecError(
