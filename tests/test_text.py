@@ -118,7 +118,16 @@ def test_expert_through_the_parsed_prompt_plays_as_through_the_env(name: str) ->
 
 
 def test_the_shipped_model_through_the_parsed_prompt_plays_as_through_the_env() -> None:
-    pytest.importorskip("torch", reason="the shipped policy needs torch (the train extra)")
+    torch = pytest.importorskip("torch", reason="the shipped policy needs torch (the train extra)")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one-decision forward passes: more threads only contend
+    try:
+        check_the_shipped_model_through_text()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def check_the_shipped_model_through_text() -> None:
     direct, through = baseline_pairs(Rules(), "model", range(2), episode="hand")
     assert through == direct
     # a whole game against Expert
