@@ -122,6 +122,12 @@ class PolicySearchAgent(Bot):
             the top m by prior and plays deterministically but for the worlds drawn.
         c_scale: σ's scale: how much a unit of q̂ (100 hand points) weighs against the logits.
         seed: seeds the worlds and the noise.
+        opponent: who plays the other seats in the simulations, a model of the opponents: a
+            `PolicyAgent`, a policy file or a shipped name (greedy on its logits), or a bot
+            (anything with ``decide``, on its seat's view of the world); None: `policy`
+            itself. A search that knows its opponent exploits it (``training.exploit``). The
+            ``value`` and ``rollout`` leaves play it; ``playout`` (the engine's own playout)
+            and ``turn`` at two players (no opponent move played) leave it unused.
         clock: the clock a millisecond budget is read on (seconds; tests inject their own).
     """
 
@@ -137,6 +143,7 @@ class PolicySearchAgent(Bot):
         c_scale: float = 1.0,
         seed: int | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        opponent: Any = None,
     ) -> None:
         super().__init__(rules)
         if leaf not in LEAVES:
@@ -161,6 +168,7 @@ class PolicySearchAgent(Bot):
         self.candidates, self.leaf, self.gumbel, self.c_scale = candidates, leaf, gumbel, c_scale
         self.policy = _load_policy(policy, self.rules)
         self.network = self.policy.network
+        self.opponent = None if opponent is None else _opponent_model(opponent, self.rules)
         self.has_value = hasattr(self.network, "forward_with_value")
         if leaf in ("value", "turn") and not self.has_value:
             raise PolicySearchError(
@@ -333,12 +341,12 @@ class PolicySearchAgent(Bot):
                     k = w * len(cands) + j
                     out[k] = play_out(games[k], random.Random(seed), self.values, seat) / 100
         elif self.leaf == "rollout":
-            self._advance(games, lambda g: g.is_hand_over)
+            self._advance(games, lambda g: g.is_hand_over, seat)
             out[:] = [hand_value(g, seat) for g in games]
         else:
             passing = self.leaf == "turn" and self.rules.players == 2
             if not passing:
-                self._advance(games, lambda g: g.is_hand_over or g.current_player == seat)
+                self._advance(games, lambda g: g.is_hand_over or g.current_player == seat, seat)
             pending = []
             for k, g in enumerate(games):
                 if g.is_hand_over:
@@ -354,19 +362,38 @@ class PolicySearchAgent(Bot):
                 out[pending] = sign * self._values(obs)
         return out.reshape(len(worlds), len(cands))
 
-    def _advance(self, games: list[Game], stop: Callable[[Game], bool]) -> None:
-        """Let the policy play greedily, one batched forward a step, in every game until
-        `stop` holds for it."""
+    def _advance(self, games: list[Game], stop: Callable[[Game], bool], seat: int) -> None:
+        """Let the policy play `seat` and the opponent model (the policy without one) the
+        other seats, greedily, one batched forward a step for each network, in every game
+        until `stop` holds for it."""
         for _ in range(POLICY_STEPS_CAP):
             active = [g for g in games if not stop(g)]
             if not active:
                 return
-            obs = np.stack([self.encoder.encode(g, g.current_player) for g in active])
-            rows = self._logits(obs)
-            for g, row in zip(active, rows, strict=True):
-                ids = self.codec.legal_ids(g)
-                best = ids[int(np.argmax(row[ids]))]
-                g.play_unchecked(self.codec.decode(g, best))
+            if self.opponent is None:
+                self._greedy(active, self.network)
+                continue
+            self._greedy([g for g in active if g.current_player == seat], self.network)
+            theirs = [g for g in active if g.current_player != seat]
+            if hasattr(self.opponent, "decide"):  # a bot, on its seat's view of the world
+                for g in theirs:
+                    g.play_unchecked(
+                        self.opponent.decide(g.seat_view(g.current_player), g.legal_actions())
+                    )
+            else:
+                self._greedy(theirs, self.opponent.network)
+
+    def _greedy(self, games: list[Game], network: Any) -> None:
+        """One move in each game: the legal action `network` rates highest for the seat to
+        act (one batched forward)."""
+        if not games:
+            return
+        obs = np.stack([self.encoder.encode(g, g.current_player) for g in games])
+        rows = self._logits(obs, network)
+        for g, row in zip(games, rows, strict=True):
+            ids = self.codec.legal_ids(g)
+            best = ids[int(np.argmax(row[ids]))]
+            g.play_unchecked(self.codec.decode(g, best))
 
     # --- the network ---------------------------------------------------------------------------
 
@@ -384,11 +411,11 @@ class PolicySearchAgent(Bot):
                 return np.asarray(logits.numpy()), np.asarray(values.numpy())
             return np.asarray(self.network(x).numpy()), np.zeros(len(obs), dtype=np.float32)
 
-    def _logits(self, obs: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    def _logits(self, obs: np.ndarray[Any, Any], network: Any) -> np.ndarray[Any, Any]:
         import torch
 
         with torch.inference_mode():
-            out = self.network(torch.from_numpy(obs))
+            out = network(torch.from_numpy(obs))
         return np.asarray(out.numpy())
 
     def _values(self, obs: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -417,6 +444,14 @@ def _load_policy(policy: Any, rules: Rules) -> Any:
     if policy is None:
         policy = shipped_for(rules)
     return PolicyAgent.load(policy, rules=rules, deterministic=True)
+
+
+def _opponent_model(opponent: Any, rules: Rules) -> Any:
+    """The opponent model: a bot (anything with ``decide``) as it is, else a `PolicyAgent`
+    for `rules` (`_load_policy`)."""
+    if hasattr(opponent, "decide"):
+        return opponent
+    return _load_policy(opponent, rules)
 
 
 @contextlib.contextmanager
