@@ -31,7 +31,7 @@ from rummy500_env.training.stats import mean_ci
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ms", type=float, default=50.0, help="milliseconds a decision")
-    ap.add_argument("--leaf", choices=LEAVES, default="value")
+    ap.add_argument("--leaf", choices=LEAVES, default="playout")
     ap.add_argument("--candidates", type=int, default=8)
     ap.add_argument("--c-scale", type=float, default=1.0)
     ap.add_argument("--no-gumbel", action="store_true")

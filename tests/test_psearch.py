@@ -123,7 +123,8 @@ def test_a_single_legal_action_costs_nothing() -> None:
 
 def test_simulation_budget_is_kept(positions: list[Game]) -> None:
     """``psearch:N``: at most N simulations (one world × one candidate each), and most of
-    them spent when there are candidates to split them between (§3.2's floors waste some)."""
+    them spent when there are candidates to split them between (the halving's floors waste
+    some)."""
     for budget in (2, 5, 64):
         agent = search(simulations=budget)
         for g in positions[:20]:
@@ -154,8 +155,9 @@ def test_millisecond_budget_is_kept_on_an_injected_clock(positions: list[Game]) 
 
 
 def test_millisecond_budget_median_in_real_time(positions: list[Game]) -> None:
-    """A loose wall-clock check (a loaded machine slows everything): the median decision of
-    ``psearch:50ms`` stays under twice its budget."""
+    """A loose wall-clock check (a loaded machine slows everything, and a batch under way
+    finishes): the median decision of ``psearch:50ms`` stays under three times its budget.
+    The exact check is the injected clock's above."""
     agent = make_agent("psearch:50ms", RULES, seed=1)
     times = []
     for g in positions[:9]:
@@ -163,7 +165,7 @@ def test_millisecond_budget_median_in_real_time(positions: list[Game]) -> None:
         start = time.perf_counter()
         agent.decide(view, legal)  # type: ignore[attr-defined]
         times.append(time.perf_counter() - start)
-    assert statistics.median(times) < 0.100
+    assert statistics.median(times) < 0.150
 
 
 def test_every_world_agrees_with_the_seat_view(positions: list[Game]) -> None:
@@ -262,3 +264,14 @@ def test_a_policy_for_other_rules_is_refused() -> None:
 
     with pytest.raises(PolicyLoadError, match="other rules"):
         PolicySearchAgent(Rules(players=3), policy="standard", simulations=8)
+
+
+def test_it_plays_in_training_evaluate_and_replays_for_a_seed(tmp_path: Any) -> None:
+    """``training.evaluate`` builds it from its spec in every game; a simulation budget makes
+    the tournament replay exactly."""
+    from rummy500_env.training.tournament import Config, run
+
+    cfg = Config(["psearch:6", "greedy"], games=2, workers=1, seed=2, out=str(tmp_path))
+    cfg.episode = "hand"
+    a, b = run(cfg, progress=False), run(cfg, progress=False)
+    assert a["games"] == b["games"] and len(a["games"]) == 2

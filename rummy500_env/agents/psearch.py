@@ -1,6 +1,6 @@
 """`PolicySearchAgent`: determinized search guided by a trained policy, with Gumbel sequential
 halving at the root (Danihelka et al., ICLR 2022, "Policy improvement by planning with
-Gumbel"; the section numbers below are the paper's).
+Gumbel"; "the paper" below), so that it reads beside the paper's Algorithm 2.
 
 One decision, for the seat whose `SeatView` the agent is handed (nothing else is read):
 
@@ -9,19 +9,20 @@ One decision, for the seat whose `SeatView` the agent is handed (nothing else is
    sizes; the rest of the unseen cards fill the stock in random order). Every world is one
    the seat cannot tell from the real position, so the root observation is the same in all of
    them: it is encoded from the first.
-2. **Candidates (§3, Algorithm 2).** The policy's logits over the legal actions, plus Gumbel
+2. **Candidates (the Gumbel-Top-k trick).** The policy's logits over the legal actions, plus Gumbel
    noise g (``gumbel=True``; without it, plain top-k by prior): the m actions with the largest
    g + logits are searched (``candidates``, 8 by default).
-3. **Sequential halving (§3.2).** The simulation budget is split evenly between
+3. **Sequential halving.** The simulation budget is split evenly between
    ⌈log₂ m⌉ rounds. In each round every remaining candidate is evaluated in the same fresh
    worlds (one simulation = one world × one candidate; shared worlds make the comparison
    paired), its estimate q̂ is the mean over its worlds so far, and the better half by
-   g + logits + σ(q̂) goes on. With a budget in milliseconds the cost of a simulation is
-   measured on the first world of the first round and each round gets an equal share of the
-   time left.
-4. **Choice (§3.3).** The survivor of the last round with the largest g + logits + σ(q̂),
-   σ(q̂) = (c_visit + max_b N(b)) · c_scale · q̂ (§4, Eq. 8; c_visit = 50 as in the paper).
-   q̂ is in the value head's unit, a hand-score difference / 100.
+   g + logits + σ(q̂) goes on. With a budget in milliseconds each round gets an equal share
+   of the time left, spent in batches of worlds sized by the cost of a simulation as last
+   measured (the first world of the search measures it), so a batch ends inside the share.
+4. **Choice.** The survivor of the last round with the largest g + logits + σ(q̂),
+   σ(q̂) = (c_visit + max_b N(b)) · c_scale · q̂, the paper's monotone transform (c_visit = 50
+   as in the paper). q̂ is in the value head's unit, a hand-score difference / 100 (the paper
+   rescales its values to [0, 1]; a hand's differences lie within about ±1.5).
 
 Values (``leaf``), all in hand points / 100 for the searching seat (its hand score minus the
 others' mean, as the policy's value head was trained):
@@ -39,9 +40,23 @@ others' mean, as the policy's value head was trained):
 Every network call of a round is one batched forward over all its worlds and candidates
 (torch inference mode, on one thread: a search is one small batch after another).
 
-Measured (standard rules, ``training.evaluate --episode hand``, duplicate deals, seed 0, one
-worker on a shared 2-core machine; see the report figures in ``benchmarks/psearch_leaf.py``):
-the numbers are in that script's docstring and in the README's search section.
+Which leaf (measured, standard rules, 2 players, the shipped ``standard`` policy, m = 8;
+``benchmarks/psearch_cost.py`` and ``benchmarks/psearch_leaf.py``, duplicate hands against
+``model`` at 50 CPU ms a decision on a 2-core machine shared with other jobs, seed 0):
+
+=========  =====================  ===============================================
+leaf       CPU ms a simulation    50 ms against ``model``, a hand (95% CI), hands
+=========  =====================  ===============================================
+value      0.71                   −7.6 (−21.7 to +6.5), 52; top-k: +4.0 (−7.9 to +16.0), 60
+turn       0.22                   +6.7 (−6.8 to +20.1), 80; top-k: +8.3 (−5.2 to +21.7), 54
+rollout    10.9                   not run: one world of 8 candidates costs ~90 ms
+playout    0.21                   +21.2 (+7.3 to +35.0), 44; top-k: −0.2 (−14.0 to +13.7), 66
+=========  =====================  ===============================================
+
+The compiled playout is as cheap as the value head's one forward and, over these short
+runs, at least as strong, so it is the default (``leaf="playout"``): the network picks the
+candidates, the engine's fast playout judges them. The intervals overlap: more hands are
+needed to rank the leaves for sure (the runs were kept to about 100 s each).
 """
 
 from __future__ import annotations
@@ -72,6 +87,9 @@ C_VISIT = 50.0
 """σ's visit offset (the paper's c_visit)."""
 POLICY_STEPS_CAP = 400
 """Policy moves a simulation plays at most (a hand is far shorter): a guard, not a horizon."""
+SIMULATIONS_CAP = 1_000_000
+"""Simulations a timed decision runs at most: a clock that stands still cannot make a search
+endless."""
 WORLDS_A_BATCH = 8
 """Worlds evaluated in one batch under a time budget (the clock is read between batches)."""
 SAFETY = 0.9
@@ -91,7 +109,8 @@ class SearchResult:
     prior: np.ndarray[Any, Any]
     """The policy's probabilities over the legal actions."""
     improved: np.ndarray[Any, Any]
-    """softmax(logits + σ(completed Q)) (§4): a policy target for the network."""
+    """softmax(logits + σ(completed Q)), the paper's improved policy: a target for the
+    network."""
     value: float
     """The value of the position under the improved policy (hand points / 100)."""
     visits: np.ndarray[Any, Any]
@@ -117,7 +136,8 @@ class PolicySearchAgent(Bot):
         simulations: simulations a decision instead of a time budget (one world × one
             candidate each).
         candidates: m, the actions searched at the root.
-        leaf: how a simulation values what follows a candidate: one of `LEAVES`.
+        leaf: how a simulation values what follows a candidate: one of `LEAVES` (module
+            docstring; ``playout`` measured best for its time).
         gumbel: add Gumbel noise to the logits at the root (the paper's choice); False takes
             the top m by prior and plays deterministically but for the worlds drawn.
         c_scale: σ's scale: how much a unit of q̂ (100 hand points) weighs against the logits.
@@ -138,7 +158,7 @@ class PolicySearchAgent(Bot):
         ms: float | None = None,
         simulations: int | None = None,
         candidates: int = 8,
-        leaf: str = "value",
+        leaf: str = "playout",
         gumbel: bool = True,
         c_scale: float = 1.0,
         seed: int | None = None,
@@ -196,7 +216,7 @@ class PolicySearchAgent(Bot):
 
     def analyse(self, view: SeatView, legal: Sequence[Action]) -> SearchResult:
         """The search's choice with its improved policy and value (for labelling positions,
-        expert iteration): `decide` plus what §4 of the paper derives from the same search."""
+        expert iteration): `decide` plus what the paper derives from the same search."""
         start = self.clock()
         ordered = self.ordered(view, legal)
         self.last_simulations = 0
@@ -237,24 +257,24 @@ class PolicySearchAgent(Bot):
         for r in range(rounds):
             if len(alive) == 1:
                 break
-            if deadline is None:  # §3.2: n / (⌈log₂ m⌉ k) each, within what is left
+            if deadline is None:  # n / (⌈log₂ m⌉ k) each, within what is left
                 assert self.simulations is not None
                 left = self.simulations - self.last_simulations
                 if left < len(alive):
                     break
                 simulate(max(1, left // ((rounds - r) * len(alive))))
             else:
-                if cost is None:  # the first world measures what a simulation costs
-                    t0 = self.clock()
-                    simulate(1)
-                    cost = max(self.clock() - t0, 1e-6) / len(alive)
-                share = (deadline - self.clock()) / (rounds - r)
-                want = int(share / (cost * len(alive))) - (1 if r == 0 else 0)
-                share_end = self.clock() + share
-                while want > 0 and self.clock() < share_end:
-                    n = min(want, WORLDS_A_BATCH)
+                share_end = self.clock() + (deadline - self.clock()) / (rounds - r)
+                while True:  # this round's share of the time left, a batch at a time
+                    now = self.clock()
+                    if cost is None:
+                        n = 1  # the first world measures what a simulation costs
+                    else:
+                        n = min(WORLDS_A_BATCH, int((share_end - now) / (cost * len(alive))))
+                        if n < 1 or self.last_simulations >= SIMULATIONS_CAP:
+                            break
                     simulate(n)
-                    want -= n
+                    cost = max(self.clock() - now, 1e-9) / (n * len(alive))  # the latest
                 if self.clock() >= deadline:  # out of time: the best so far
                     break
             alive = self._best(alive, g, logits, totals, visits, max(1, len(alive) // 2))
@@ -277,9 +297,9 @@ class PolicySearchAgent(Bot):
         visits: np.ndarray[Any, Any],
         root_value: float,
     ) -> tuple[np.ndarray[Any, Any], float]:
-        """The improved policy softmax(logits + σ(completed Q)) and the value under it
-        (§4 and Appendix D: an unvisited action's Q is the mixed value v_mix of the network's
-        value and the visited actions' q̂, weighted by their prior)."""
+        """The improved policy softmax(logits + σ(completed Q)) and the value under it (the
+        paper's completed Q-values: an unvisited action's Q is the mixed value v_mix of the
+        network's value and the visited actions' q̂, weighted by their prior)."""
         seen = visits > 0
         q = np.divide(totals, visits, out=np.zeros(len(logits)), where=seen)
         prior = np.exp(logits)
