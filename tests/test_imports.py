@@ -29,8 +29,8 @@ def test_the_check_can_fail():
     assert out.stdout.strip() == "numpy"
 
 
-ENGINE_LAYERS = ["errors", "cards", "rules", "melds", "scoring", "notation", "positions"]
-ENGINE_LAYERS += ["seat_view", "render"]
+ENGINE_LAYERS = ["errors", "numbers", "cards", "rules", "melds", "scoring", "notation"]
+ENGINE_LAYERS += ["positions", "seat_view", "render"]
 ENGINE_LAYERS += ["game", "records"]
 """The engine's modules, each importing only modules before it (no cycle)."""
 PACKAGE_LAYERS = {
