@@ -70,6 +70,7 @@ def test_importing_the_package_twice_registers_once():
         "from rummy500_env.rl import registration as r\n"
         "print(sorted(f.name for f in sys.meta_path if isinstance(f, r._AfterImport)))\n"
         "import gymnasium, pettingzoo\n"
+        "try:\n    import textarena  # the text extra\nexcept ImportError:\n    pass\n"
         "has = hasattr(pettingzoo, 'aec_registry')\n"
         "pz = lambda: (pettingzoo.aec_registry['rummy500-v0'],"
         " pettingzoo.parallel_registry['rummy500-v0']) if has else ()\n"
@@ -81,7 +82,7 @@ def test_importing_the_package_twice_registers_once():
         " sum(k.startswith('Rummy500') for k in gymnasium.registry),"
         " any(isinstance(f, r._AfterImport) for f in sys.meta_path))"
     )
-    assert out.splitlines() == ["['gymnasium', 'pettingzoo']", "True True 1 False"]
+    assert out.splitlines() == ["['gymnasium', 'pettingzoo', 'textarena']", "True True 1 False"]
 
 
 def test_pettingzoo_registry():
