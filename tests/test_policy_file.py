@@ -374,3 +374,14 @@ def test_a_real_policy_file_named_standard_loads_and_says_a_shipped_one_exists(
     with pytest.warns(UserWarning, match=r"'standard' names both .* and the shipped policy"):
         agent = PolicyAgent.load("standard")
     assert agent.path == "standard"
+
+
+def test_an_int_too_long_for_torchs_reader_is_named_not_called_unsafe(tmp_path):
+    """torch's weights-only reader refuses a 5,000-digit int (pickle opcode LONG4): that is
+    plain data, not code, so the file is refused as no policy file, not as an unsafe one."""
+    path = with_metadata(tmp_path, wall_s=10**5000)
+    with pytest.raises(PolicyLoadError) as e:
+        PolicyAgent.load(path)
+    message = str(e.value)
+    assert "is not a rummy500 policy file" in message and "pickle opcode 139" in message
+    assert "unsafe" not in message

@@ -273,6 +273,14 @@ def _read(path: Path) -> dict[str, Any]:
                 f"{str(path)!r} is not a rummy500 policy file: it holds Python objects, not "
                 "only tensors and plain data (a whole model saved with torch.save?)"
             ) from None
+        opcode = re.search(r"Unsupported operand (\d+)", str(e))
+        if opcode:  # plain data torch's reader does not take, e.g. LONG4 (139): a huge int
+            raise PolicyLoadError(
+                f"{str(path)!r} is not a rummy500 policy file: its pickle holds data torch's "
+                f"weights-only reader does not take (pickle opcode {opcode[1]}"
+                f"{': an int of over 600 digits' if opcode[1] == '139' else ''}), which a "
+                "policy file never holds"
+            ) from None
         if "Weights only load failed" in str(e):  # a global weights_only blocks outright
             found = re.search(r"GLOBAL (\S+)", str(e))
             raise PolicyLoadError(
