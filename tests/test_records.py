@@ -162,7 +162,7 @@ def test_unreadable_files_are_clear_errors(tmp_path):
         Record.load(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    with pytest.raises(RecordError, match="bad.json.: not valid JSON"):
+    with pytest.raises(RecordError, match=r"bad\.json': not valid JSON"):
         Record.load(bad)
 
 
