@@ -103,3 +103,27 @@ def test_the_env_deep_copies_and_refuses_a_table_it_cannot_seat() -> None:
     assert (p, obs) == (q, obs2)
     with pytest.raises(ValueError, match="cannot seat 9 players"):
         ta.make("Rummy500-v0").reset(num_players=9, seed=0)
+
+
+def test_either_import_order_registers_once() -> None:
+    """``import textarena`` before or after ``import rummy500_env``: the ids are there, and
+    installing again keeps the same specs."""
+    import subprocess
+    import sys
+
+    for first, second in (("textarena", "rummy500_env"), ("rummy500_env", "textarena")):
+        script = (
+            f"import warnings; warnings.simplefilter('ignore')\n"
+            f"import {first}, {second}, textarena as ta\n"
+            "from rummy500_env.rl import registration as r\n"
+            "spec = ta.envs.registration.ENV_REGISTRY['Rummy500-v0']\n"
+            "r.install(); r.register_textarena()\n"
+            "assert ta.envs.registration.ENV_REGISTRY['Rummy500-v0'] is spec\n"
+            "env = ta.make('Rummy500-v0-jokers'); env.reset(num_players=3, seed=1)\n"
+            "print(env.get_observation()[0])\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() in ("0", "1", "2")
