@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -160,6 +161,28 @@ def _rules_arg(text: str) -> Rules:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _seconds_arg(text: str) -> float:
+    """``--seconds``: a finite number of seconds above 0 (argparse shows the error, exit 2)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < seconds < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a finite number of seconds above 0")
+    return seconds
+
+
+def _games_arg(text: str) -> int:
+    """``--games``: a whole number of games, 0 or more."""
+    try:
+        games = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of games") from None
+    if games < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 0 or more games")
+    return games
+
+
 def run_anchors(names: list[str], seconds: float) -> dict[str, Any]:
     """Measure the peers with shared/benchmarks/anchors_bench.py, if its venv exists."""
     python = ANCHORS_VENV / "bin" / "python"
@@ -210,8 +233,12 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m rummy500_env.bench", description=__doc__)
     ap.add_argument("--engine", action="store_true", help="engine decisions/s and hands/s")
     ap.add_argument("--env", action="store_true", help="AEC steps/s of raw_env() and env()")
-    ap.add_argument("--games", type=int, default=0, help="also play N random games per preset")
-    ap.add_argument("--seconds", type=float, default=5.0, help="measured seconds per figure")
+    ap.add_argument(
+        "--games", type=_games_arg, default=0, help="also play N random games per preset"
+    )
+    ap.add_argument(
+        "--seconds", type=_seconds_arg, default=5.0, help="measured seconds per figure (> 0)"
+    )
     ap.add_argument("--no-peers", action="store_true", help="skip measuring the peers")
     ap.add_argument("--json", action="store_true", help="print one JSON dict")
     ap.add_argument(

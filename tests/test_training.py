@@ -284,7 +284,7 @@ def test_evaluate_accepts_the_exported_policy(trained, tmp_path):
         (["--config", "/nonexistent.yaml"], "no config file"),
         (
             ["--config", "ppo_longer"],
-            "give a packaged config (ppo, ppo_3p, ppo_4p, ppo_jokers_calls, ppo_long",
+            "ppo, ppo_3p, ppo_4p, ppo_jokers_calls, ppo_long",  # (and the other trainers')
         ),
         (["--vf-coef", "-1"], "vf_coef=-1.0 is not allowed"),  # used to blame ent_coef
         (["--ent-coef", "-1"], "ent_coef=-1.0 is not allowed"),
@@ -421,3 +421,42 @@ def test_training_with_jokers_and_calls_exports_a_policy_that_plays_under_those_
         PolicyAgent.load(run / "policy.pt", rules="standard")
     result = play([agent, make_agent("expert", rules, seed=0)], rules, seed=3, episode="hand")
     assert len(result.hand_scores) == 1
+
+
+@pytest.mark.parametrize(
+    ("make_argv", "words"),
+    [
+        (lambda t: ["--seed", "-1"], "seed=-1 is not allowed"),
+        (lambda t: ["--seed", str(2**32)], "seed=4294967296 is not allowed"),
+        (lambda t: ["--opponents.greedy", "inf"], "finite weights"),
+        (lambda t: ["--ent-coef", "inf"], "ent_coef=inf"),
+        (lambda t: ["--run-dir", str(t / "file")], "is a file"),
+        (lambda t: ["--run-dir", str(t / "file" / "run")], "which is a file, not a folder"),
+        (lambda t: ["--run-dir", "x" * 300], "File name too long"),
+        (lambda t: ["--export", str(t)], "is a folder"),
+        (lambda t: ["--eval-bots", str(t / "file")], "eval_bots: "),
+        (lambda t: ["--init-policy", str(t / "file")], "init_policy: "),
+        (lambda t: ["--config", str(t / "types.yaml")], "config field opponents=5"),
+        (lambda t: ["--config", "x" * 300], "File name too long"),
+    ],
+)
+def test_inputs_that_would_fail_mid_run_are_refused_before_any_work(
+    make_argv, words, tmp_path, monkeypatch, capsys
+):
+    """Each of these used to pass the checks and fail once training ran (a traceback at the
+    first seeding, the first evaluation, the export at the end...) or crash the parser."""
+    from rummy500_env.training import ppo
+
+    (tmp_path / "file").write_text("not a policy\n")
+    (tmp_path / "types.yaml").write_text("opponents: 5\n")
+
+    def started(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(ppo, "Trainer", started)
+    argv = make_argv(tmp_path)
+    if "--run-dir" not in argv:
+        argv += ["--run-dir", str(tmp_path / "run")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and words in err, err

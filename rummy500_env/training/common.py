@@ -24,10 +24,14 @@ import copy
 import csv
 import dataclasses
 import json
+import math
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,12 +42,14 @@ import torch.nn as nn
 import rummy500_env
 from rummy500_env.agents.networks import ACTIVATIONS
 from rummy500_env.agents.policy import current_encoding, save_policy
-from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec
+from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
 from rummy500_env.engine.errors import RulesError, Rummy500Error
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rl.observation import FEATURE_VERSIONS
 from rummy500_env.training.tournament import Config, run
 
+SEEDS = 2**32
+"""Seeds are ints below this: the trainers seed numpy's global generator, which takes no more."""
 CONFIGS = Path(__file__).resolve().parent / "configs"
 """The packaged configs (YAML files of ``Args`` fields), installed with the package."""
 BOTS = ("random", "greedy", "expert")
@@ -142,11 +148,17 @@ class TrainArgs(abc.ABC):
         )
         require(
             self,
+            type(self.seed) is int and 0 <= self.seed < SEEDS,
+            "seed",
+            f"use an int from 0 to {SEEDS - 1} (numpy's seeds)",
+        )
+        require(
+            self,
             all(name == "self" or is_spec(name) for name in self.opponents)
-            and all(w >= 0 for w in self.opponents.values())
+            and all(0 <= w < math.inf for w in self.opponents.values())
             and sum(self.opponents.values()) > 0,
             "opponents",
-            f"give weights >= 0, not all zero, to self (the snapshots) or agents: {ALLOWED}",
+            f"give finite weights >= 0, not all zero, to self (the snapshots) or agents: {ALLOWED}",
         )
         require(
             self,
@@ -177,7 +189,7 @@ def check_ppo(args: PPONumbers) -> None:
     require(args, 0 < args.gae_lambda <= 1, "gae_lambda", "use a number in (0, 1]")
     require(args, 0 < args.clip_range < 1, "clip_range", "use a number in (0, 1)")
     for name in ("ent_coef", "vf_coef"):
-        require(args, getattr(args, name) >= 0, name, "use a number >= 0")
+        require(args, 0 <= getattr(args, name) < math.inf, name, "use a finite number >= 0")
     require_positive_ints(args, "n_epochs")
     require(
         args,
@@ -211,13 +223,25 @@ def is_spec(name: str) -> bool:
 # --- configuration files and the command line
 
 
+def kind_of(path: Path, what: str) -> str | None:
+    """``"file"``, ``"folder"`` or None (nothing there, or a part of the path is a file) for
+    `path`; a `ConfigError` naming `what` when the system cannot even look (a name too long)."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        raise ConfigError(f"{what} {str(path)[:100]!r}: {e.strerror or e}") from None
+    return "folder" if stat.S_ISDIR(mode) else "file"
+
+
 def config_path(name_or_path: str | Path) -> Path:
     """A packaged config by name (``ppo``, ``ppo_long``, ``rllib``), or a YAML file by path."""
     packaged = CONFIGS / f"{name_or_path}.yaml"
-    if packaged.is_file():
+    if kind_of(packaged, "--config") == "file":
         return packaged
     path = Path(name_or_path)
-    if not path.is_file():
+    if kind_of(path, "--config") != "file":
         names = sorted(p.stem for p in CONFIGS.glob("*.yaml"))
         raise ConfigError(
             f"no config file {str(name_or_path)!r}: give a packaged config ({', '.join(names)}) "
@@ -255,10 +279,57 @@ def args_of(cls: type[A], data: dict[str, Any]) -> A:
             data[key] = tuple(data[key])
     if isinstance(data.get("rules"), dict):
         data["rules"] = json.dumps(data["rules"])
+    hints = typing.get_type_hints(cls)
+    for key, value in data.items():
+        if not fits(value, hints[key]):
+            raise ConfigError(
+                f"config field {key}={value!r:.80} is not allowed: give {type_name(hints[key])}"
+            )
+        if hints[key] is float and type(value) is int:
+            data[key] = float(value)
     try:
         return cls(**data)
     except TypeError as e:
         raise ConfigError(str(e)) from None
+
+
+def fits(value: Any, hint: Any) -> bool:
+    """Whether a config value (from YAML or JSON) has the type of its ``Args`` field, so that
+    a wrong one is a `ConfigError` naming it rather than a crash in the command-line parser
+    or in the checks."""
+    origin, arms = typing.get_origin(hint), typing.get_args(hint)
+    if hint is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(fits(value, arm) for arm in arms)
+    if hint is bool:
+        return type(value) is bool
+    if hint is int:
+        return type(value) is int
+    if hint is float:
+        return type(value) in (int, float)
+    if hint is str:
+        return type(value) is str
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            fits(k, arms[0]) and fits(v, arms[1]) for k, v in value.items()
+        )
+    if origin is tuple:
+        return isinstance(value, (list, tuple)) and all(fits(v, arms[0]) for v in value)
+    return True
+
+
+def type_name(hint: Any) -> str:
+    """A field's type in the words of a config file."""
+    origin, arms = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(type_name(arm) for arm in arms)
+    if origin is dict:
+        return f"a mapping of {type_name(arms[0])} to {type_name(arms[1])}"
+    if origin is tuple:
+        return f"a list of {type_name(arms[0])}"
+    names = {bool: "true or false", int: "an int", float: "a number", str: "a string"}
+    return names.get(hint, "null" if hint is type(None) else str(hint))
 
 
 def command_line(cls: type[A], argv: list[str], description: str | None) -> tuple[A, bool]:
@@ -272,7 +343,7 @@ def command_line(cls: type[A], argv: list[str], description: str | None) -> tupl
     config = _pop_option(argv, "--config")
     if resume is not None:
         config_file = Path(resume) / "config.json"
-        if not config_file.is_file():
+        if kind_of(config_file, "--resume") != "file":
             raise ConfigError(f"--resume {resume!r}: no run there (no config.json)")
         base = args_of(cls, read_json(config_file))
     else:
@@ -494,22 +565,72 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
+def check_before_work(args: TrainArgs, resume: bool) -> None:
+    """Raise `ConfigError` for what would otherwise fail once training is under way, perhaps
+    hours later: a run folder that cannot be one (`check_run_folder`), an ``export`` path that
+    cannot be written, an opponent or evaluation agent that cannot be built (a policy file
+    that is missing, damaged or made for other rules; a bot whose extra is not installed).
+    Writes nothing; the trainers call it first."""
+    check_run_folder(args.run_path, resume, args.keep_checkpoints)
+    if args.export is not None:
+        export = Path(args.export)
+        if args.export.endswith(("/", os.sep)) or kind_of(export, "export") == "folder":
+            raise ConfigError(
+                f"export={args.export!r} is a folder: give the path of a file to copy the "
+                "policy to, e.g. models/rummy500-ppo-standard.pt"
+            )
+        check_writable(export.parent, "export", args.export)
+    rules = args.game_rules()
+    bots = [name for name, weight in args.opponents.items() if name != "self" and weight > 0]
+    for name, specs in (("opponents", bots), ("eval_bots", list(args.eval_bots))):
+        for spec in specs:
+            try:
+                make_agent(spec, rules, seed=args.seed)
+            except (Rummy500Error, ModuleNotFoundError) as e:
+                raise ConfigError(f"{name}: {spec!r} cannot play these rules: {e}") from None
+
+
+def check_run_folder(path: Path, resume: bool, keep: int) -> None:
+    """Raise `ConfigError` unless `path` can be this run's folder: a folder (or a path where one
+    can be made) that holds no run yet, or, to resume, one with a checkpoint."""
+    if kind_of(path, "run folder") == "file":
+        raise ConfigError(f"run folder {str(path)!r} is a file: choose another --run-dir")
+    check_writable(path, "run folder", str(path))
+    checkpoints = Checkpoints(path, keep)
+    if resume:
+        checkpoints.require()
+    elif checkpoints.paths():
+        raise ConfigError(
+            f"{str(path)!r} already holds a run: pass --resume {path} to continue it, or choose "
+            "another --run-dir"
+        )
+
+
+def check_writable(folder: Path, name: str, given: str) -> None:
+    """Raise `ConfigError` unless `folder` is, or can be made as, a folder this process can
+    write in: its nearest existing ancestor must be a writable folder."""
+    for place in (folder, *folder.parents):
+        kind = kind_of(place, name)
+        if kind is not None:
+            if kind == "file":
+                raise ConfigError(
+                    f"{name} {given!r} lies under {str(place)!r}, which is a file, not a folder"
+                )
+            if not os.access(place, os.W_OK | os.X_OK):
+                raise ConfigError(f"{name} {given!r}: cannot write in {str(place)!r}")
+            return
+
+
 class RunFolder:
     """A run's folder (see the module docstring), its TensorBoard writer, its evaluations and
     its final report. A new run writes ``config.json`` and refuses a folder that already holds
-    a run; a resumed one needs a checkpoint."""
+    a run; a resumed one needs a checkpoint (`check_run_folder`)."""
 
     def __init__(self, args: TrainArgs, resume: bool) -> None:
         self.args, self.path = args, args.run_path
         self.checkpoints = Checkpoints(self.path, args.keep_checkpoints)
-        if resume:
-            self.checkpoints.require()
-        else:
-            if self.checkpoints.paths():
-                raise ConfigError(
-                    f"{str(self.path)!r} already holds a run: pass --resume {self.path} to "
-                    "continue it, or choose another --run-dir"
-                )
+        check_run_folder(self.path, resume, args.keep_checkpoints)
+        if not resume:
             self.path.mkdir(parents=True, exist_ok=True)
             write_json(self.path / "config.json", jsonable(args))
         from torch.utils.tensorboard import SummaryWriter

@@ -28,6 +28,7 @@ view still works with MaskablePPO for those who want it (tested; see the README)
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 import time
@@ -52,9 +53,11 @@ from rummy500_env.training.common import (
     RunFolder,
     TrainArgs,
     args_of,
+    check_before_work,
     check_ppo,
     command_line,
     export_policy,
+    kind_of,
     network_spec,
     require,
     require_positive_ints,
@@ -151,7 +154,7 @@ class Args(TrainArgs):
             "bc_decisions",
             "use an int >= 0",
         )
-        require(self, self.max_grad_norm > 0, "max_grad_norm", "use a number > 0")
+        require(self, 0 < self.max_grad_norm < math.inf, "max_grad_norm", "use a finite number > 0")
         require(self, self.network in KINDS, "network", f"use one of {KINDS}")
         require(
             self,
@@ -161,7 +164,7 @@ class Args(TrainArgs):
         )
         require(
             self,
-            self.init_policy is None or Path(self.init_policy).is_file(),
+            self.init_policy is None or kind_of(Path(self.init_policy), "init_policy") == "file",
             "init_policy",
             "give the path of an exported policy file",
         )
@@ -500,6 +503,22 @@ def run_snapshot(stored: str, run: Path) -> str:
 # --- training
 
 
+def load_init_policy(args: Args) -> PolicyAgent:
+    """The ``init_policy`` file, loaded for the run's rules; `ConfigError` when it cannot be
+    read or holds another network than the run trains."""
+    assert args.init_policy is not None
+    try:
+        agent = PolicyAgent.load(args.init_policy, rules=args.game_rules())
+    except Rummy500Error as e:
+        raise ConfigError(f"init_policy: {e}") from None
+    if agent.metadata.get("network") != args.network_spec():
+        raise ConfigError(
+            f"init_policy {args.init_policy!r} holds network {agent.metadata.get('network')}, "
+            f"but this run trains {args.network_spec()}"
+        )
+    return agent
+
+
 class Trainer:
     """A run: its model, optimizer, games, counters and folder. `train` drives it."""
 
@@ -556,12 +575,7 @@ class Trainer:
         """Copy an exported policy's weights, or imitate ExpertAgent, before any PPO."""
         args = self.args
         if args.init_policy:
-            agent = PolicyAgent.load(args.init_policy, rules=args.game_rules())
-            if agent.metadata.get("network") != args.network_spec():
-                raise ConfigError(
-                    f"init_policy {args.init_policy!r} holds network "
-                    f"{agent.metadata.get('network')}, but this run trains {args.network_spec()}"
-                )
+            agent = load_init_policy(args)
             self.model.actor.load_state_dict(agent.network.state_dict())
             self.state["init_policy"] = args.init_policy
         elif args.bc_decisions:
@@ -643,7 +657,11 @@ class Trainer:
 
 
 def train(args: Args, resume: bool = False) -> Path:
-    """Train (or resume) and return the path of the exported policy."""
+    """Train (or resume) and return the path of the exported policy. Every input is checked
+    first (`check_before_work`, `load_init_policy`), before any folder, model or game."""
+    check_before_work(args, resume)
+    if not resume and args.init_policy:
+        load_init_policy(args)
     trainer = Trainer(args, resume)
     trainer.run.announce()
     if not resume:

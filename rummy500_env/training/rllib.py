@@ -732,6 +732,7 @@ def train(args: Args, resume: bool = False) -> Path:
     saved = args.run_path / "state.json"
     if resume and saved.is_file():  # before the minutes of building the algorithm
         check_network(common.read_json(saved), args, saved)
+    common.check_before_work(args, resume)
     run = RunFolder(args, resume)
     run.announce()
     owns_ray = not ray.is_initialized()
