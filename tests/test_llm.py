@@ -74,10 +74,14 @@ class FakeModel:
     def __call__(self, prompt: str) -> str:
         with self.lock:
             self.prompts.append(prompt)
-            if self._last_bad and not prompt.startswith("REFUSED: "):
+            as_json = json.loads(prompt) if prompt.startswith("{") else None
+            refused = (
+                prompt.startswith("REFUSED: ") if as_json is None else bool(as_json["refused"])
+            )
+            if self._last_bad and not refused:
                 self.refused_then_not_told += 1
             self.answers += 1
-            legal = legal_in_prompt(prompt)
+            legal = legal_in_prompt(prompt) if as_json is None else as_json["legal"]
             r = self.rng.random()
             self._last_bad = r < self.p_nonsense + self.p_illegal
             if r < self.p_nonsense:
@@ -85,7 +89,7 @@ class FakeModel:
                 return self.rng.choice(["I am not sure.", "", '{"move": 3}', "[[]]"])
             if r < self.p_nonsense + self.p_illegal:
                 self.bad += 1
-                held = set(hand_in_prompt(prompt))
+                held = set(hand_in_prompt(prompt) if as_json is None else as_json["hand"])
                 missing = next(c for c in ("2C", "3D", "4H", "5S", "6C", "7D") if c not in held)
                 wrong = (
                     "discard"
@@ -114,6 +118,7 @@ class FakeEndpoint:
         self.model = model
         self.fail_first, self.fail_status, self.delay_s = fail_first, fail_status, delay_s
         self.requests = 0
+        self.tool_enums_right = 0
         self.keys: list[str | None] = []
         endpoint = self
 
@@ -150,11 +155,19 @@ class FakeEndpoint:
                 if self.path != "/v1/chat/completions" or body["messages"][-1]["role"] != "user":
                     self._send(400, {"error": "bad request"})
                     return
-                reply = endpoint.model(body["messages"][-1]["content"])
-                self._send(
-                    200,
-                    {"choices": [{"index": 0, "message": {"role": "assistant", "content": reply}}]},
-                )
+                prompt = body["messages"][-1]["content"]
+                reply = endpoint.model(prompt)
+                message: dict[str, Any] = {"role": "assistant", "content": reply}
+                if "tools" in body:  # the play function, offered with the legal actions only
+                    enum = body["tools"][0]["function"]["parameters"]["properties"]["action"]
+                    endpoint.tool_enums_right += enum["enum"] == json.loads(prompt)["legal"]
+                    call = re.fullmatch(r"\[(.*)\]", reply)
+                    if call is not None:
+                        arguments = json.dumps({"action": call[1]})
+                        function = {"name": "play", "arguments": arguments}
+                        calls = [{"id": "c1", "type": "function", "function": function}]
+                        message = {"role": "assistant", "content": None, "tool_calls": calls}
+                self._send(200, {"choices": [{"index": 0, "message": message}]})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
@@ -379,3 +392,21 @@ def test_no_prompt_shows_a_card_the_seat_could_not_know(rules: Rules) -> None:
         steps += 1
     assert steps == 600 or game.phase == "game_over"
     assert sum(a.counts.illegal + a.counts.unreadable for a in agents) == model.bad > 0
+
+
+def test_the_tools_mode_sends_the_json_prompt_and_a_function_limited_to_the_legal_actions(
+    endpoint: FakeEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RUMMY500_LLM_MODE", "tools")
+    rules = Rules(players=3, jokers=2)
+    agent = make_agent(f"llm:{endpoint.url}:fake-rummy", rules, seed=1)
+    assert isinstance(agent, LLMAgent) and agent.mode == "tools"
+    result = play([agent, RandomAgent(1), RandomAgent(2)], rules, seed=6, episode="hand")
+    model = endpoint.model
+    assert isinstance(model, FakeModel)
+    assert agent.counts.replies == model.answers == endpoint.requests == endpoint.tool_enums_right
+    assert agent.counts.illegal + agent.counts.unreadable == model.bad
+    assert agent.counts.decisions > 5 and model.refused_then_not_told == 0
+    assert result.hand_scores
+    with pytest.raises(ValueError, match="mode must be one of text, tools"):
+        LLMAgent(rules, lambda prompt: "", mode="json")

@@ -13,6 +13,8 @@ all (network errors, timeouts, HTTP 408, 409, 429 and 5xx; waits of `BACKOFF_S`,
 time, between tries); any other HTTP error fails at once. A decision whose request fails after
 its tries falls back and is counted as ``failed``. The key, if the endpoint needs one, is read
 from the environment variable `KEY_ENV` (else ``OPENAI_API_KEY``) and sent as a bearer token.
+For tool-calling models, ``RUMMY500_LLM_MODE=tools`` (`MODE_ENV`) sends the JSON prompt and a
+``play`` function whose argument is limited to the legal actions.
 
 `ThroughText` is the offline baseline: any agent (a bot or a policy) deciding from the
 *parsed* prompt (`read_prompt`), never from the engine, which proves that the prompt carries
@@ -47,10 +49,18 @@ from rummy500_env.rl.text import (
     ReplyPolicy,
     ask,
     read_prompt,
+    render_prompt,
+    render_prompt_json,
+    tool_schema,
 )
 
 KEY_ENV = "RUMMY500_LLM_API_KEY"
 """The environment variable holding the endpoint's key (``OPENAI_API_KEY`` if it is unset)."""
+MODE_ENV = "RUMMY500_LLM_MODE"
+"""The environment variable choosing how a spec-built agent asks: ``text`` (the default: the
+text prompt, a reply in words) or ``tools`` (the JSON prompt and a ``play`` function to call,
+its argument limited to the legal actions)."""
+MODES = ("text", "tools")
 LOG_ENV = "RUMMY500_LLM_LOG"
 """The environment variable choosing what a spec-built agent logs: ``replies`` (the default),
 ``full`` (the prompts too) or ``counts``."""
@@ -68,6 +78,10 @@ REPLY_LOG_CHARS = 4000
 SYSTEM_PROMPT = (
     "You are playing a card game of Rummy 500. Read the state and the list of legal actions, "
     "then answer with exactly one of them in square brackets."
+)
+TOOLS_SYSTEM_PROMPT = (
+    "You are playing a card game of Rummy 500. The user sends the state as JSON, with the "
+    "legal actions in 'legal'; call the function play with exactly one of them."
 )
 SPEC_FORM = (
     "llm:URL or llm:URL:MODEL, the URL of an OpenAI-compatible endpoint starting http:// or "
@@ -129,16 +143,20 @@ class ChatClient:
                 f"{base}/models lists no model; name one: llm:{self.url}:MODEL"
             ) from None
 
-    def chat(self, prompt: str) -> str:
-        """The reply's text to `prompt` (a system line, then the prompt as the user's turn)."""
-        body = {
+    def chat(self, prompt: str, tools: list[dict[str, Any]] | None = None) -> str:
+        """The reply's text to `prompt` (a system line, then the prompt as the user's turn);
+        with `tools`, the model may call one, and the call's arguments are the reply."""
+        system = SYSTEM_PROMPT if tools is None else TOOLS_SYSTEM_PROMPT
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "system", "content": system},
                 {"role": "user", "content": prompt},
             ],
             "temperature": 0,
         }
+        if tools is not None:
+            body["tools"] = tools
         data = self._request(self.endpoint("chat/completions"), body)
         try:
             message = data["choices"][0]["message"]
@@ -182,10 +200,13 @@ class ChatClient:
 
 
 class LLMAgent(Bot):
-    """A chat model deciding through the text protocol (module docstring). `log`: what each
-    exchange leaves for the game record (`take_notes`): ``replies`` (reply, outcome, action,
-    refusal, seconds; the prompt is a function of the recorded position, so it is left out),
-    ``full`` (the prompt too) or ``counts`` (only the counts)."""
+    """A chat model deciding through the text protocol (module docstring). `client`: a
+    `ChatClient`, or any function from prompt to reply. `mode`: ``text`` (the text prompt) or
+    ``tools`` (the JSON prompt, and a `ChatClient` offers the ``play`` function whose argument
+    is limited to the legal actions). `log`: what each exchange leaves for the game record
+    (`take_notes`): ``replies`` (reply, outcome, action, refusal, seconds; the prompt is a
+    function of the recorded position, so it is left out), ``full`` (the prompt too) or
+    ``counts`` (only the counts)."""
 
     def __init__(
         self,
@@ -195,10 +216,15 @@ class LLMAgent(Bot):
         seed: int = 0,
         log: str = "replies",
         name: str = "llm",
+        mode: str = "text",
     ) -> None:
         super().__init__(rules)
         if log not in LOG_MODES:
             raise ValueError(f"log must be one of {', '.join(LOG_MODES)}, got {log!r}")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.mode = mode
+        self._legal: Sequence[Action] = ()
         self.client = client
         self.answer: Callable[[str], str] = (
             client.chat if isinstance(client, ChatClient) else client
@@ -211,10 +237,14 @@ class LLMAgent(Bot):
         self._last_prompt = ""
 
     def decide(self, view: SeatView, legal: Sequence[Action]) -> Action:
-        return ask(view, legal, self._ask, self.policy, self.counts, self.rng, self._note)
+        self._legal = legal
+        render = render_prompt if self.mode == "text" else render_prompt_json
+        return ask(view, legal, self._ask, self.policy, self.counts, self.rng, self._note, render)
 
     def _ask(self, prompt: str) -> str:
         self._last_prompt = prompt
+        if self.mode == "tools" and isinstance(self.client, ChatClient):
+            return self.client.chat(prompt, tools=[tool_schema(self._legal)])
         return self.answer(prompt)
 
     def _note(self, exchange: Exchange) -> None:
@@ -242,11 +272,13 @@ class LLMAgent(Bot):
 
 def make_llm_agent(spec: str, rules: Rules, seed: int) -> LLMAgent:
     """The agent of an ``llm:URL[:MODEL]`` spec (the registry's factory): the key from
-    `KEY_ENV`, the log mode from `LOG_ENV`."""
+    `KEY_ENV`, the asking mode from `MODE_ENV`, the log mode from `LOG_ENV`."""
     url, model = parse_llm_spec(spec)
     key = os.environ.get(KEY_ENV) or os.environ.get("OPENAI_API_KEY")
     log = os.environ.get(LOG_ENV, "replies")
-    return LLMAgent(rules, ChatClient(url, model, key), seed=seed, log=log, name=spec)
+    mode = os.environ.get(MODE_ENV, "text")
+    client = ChatClient(url, model, key)
+    return LLMAgent(rules, client, seed=seed, log=log, name=spec, mode=mode)
 
 
 class ThroughText:

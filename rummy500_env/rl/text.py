@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from rummy500_env.engine.cards import JOKER, Card, card_str, cards_str, parse_card, parse_cards
+from rummy500_env.engine.cards import Card, card_str, cards_str, parse_card, parse_cards
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.melds import Meld, meld_from_cards
@@ -254,6 +254,12 @@ def prompt_json(
         "legal": [str(a) for a in legal],
         "grammar": SYNTAX,
     }
+
+
+def render_prompt_json(view: SeatView, legal: Sequence[Action], refusal: str | None = None) -> str:
+    """`prompt_json` as compact JSON text: the prompt of the ``tools`` mode (`ask`'s
+    `render`); `read_prompt_json(json.loads(text))` reads it back."""
+    return json.dumps(prompt_json(view, legal, refusal), separators=(",", ":"))
 
 
 def tool_schema(legal: Sequence[Action] | None = None) -> dict[str, Any]:
@@ -583,10 +589,12 @@ def ask(
     counts: ReplyCounts,
     rng: random.Random,
     log: Callable[[Exchange], None] | None = None,
+    render: Callable[[SeatView, Sequence[Action], str | None], str] = render_prompt,
 ) -> Action:
-    """One decision through text: ask `answer` the prompt, judge the reply, send a refused one
-    back with its refusal (`policy.retries` times at most), then fall back; every step is
-    counted in `counts` and passed to `log`. Returns one of `legal`."""
+    """One decision through text: ask `answer` the prompt (`render`: `render_prompt`, or
+    `render_prompt_json` for tool-calling models), judge the reply, send a refused one back
+    with its refusal (`policy.retries` times at most), then fall back; every step is counted
+    in `counts` and passed to `log`. Returns one of `legal`."""
     if not legal:
         raise ValueError("no legal action given: is this seat to act?")
     counts.decisions += 1
@@ -598,7 +606,7 @@ def ask(
             log(Exchange(*where, reply, outcome, **more))
 
     for attempt in range(policy.retries + 1):
-        prompt = render_prompt(view, legal, refusal=why)
+        prompt = render(view, legal, why)
         started = time.perf_counter()
         try:
             reply = answer(prompt)
@@ -627,15 +635,3 @@ def ask(
             counts.illegal += 1
     counts.fallbacks += 1
     return legal[0] if policy.fallback == "first" else rng.choice(list(legal))
-
-
-def knowable(view: SeatView) -> set[Card]:
-    """Every card the seat of `view` may know of: its hand, the pile, the table and the cards
-    the others are known to hold (the check the tests put every prompt through)."""
-    seen = {*view.hand, *view.pile, *view.table_cards()}
-    seen |= {c for k in view.known for c in k}
-    for m in view.melds:
-        seen |= set(m.cards)  # a joker's place names the card it stands for
-    if view.jokers or any(m.jokers for m in view.melds):
-        seen.add(JOKER)
-    return seen
