@@ -127,3 +127,112 @@ def test_either_import_order_registers_once() -> None:
         )
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() in ("0", "1", "2")
+
+
+# The contracts TextArena's own conformance suite holds every game to, in 0.7.4's API: an
+# arbitrary stream of replies ends the game or keeps it answering, rewards and game_info have
+# their shape, the same seed and replies replay, observations are handed out once, a refused
+# reply changes nothing, the global random state is left alone, and raw model output of any
+# length is read in linear time.
+REPLY_POOL = ["0", "draw", "[take]", "call", "nonsense", "[discard 5C]", "I will think 3", "[pass]"]
+
+
+def rollout(seed: int, players: int = 2) -> tuple[list[tuple[int, bool]], dict, dict]:
+    env = ta.make("Rummy500-v0")
+    env.reset(num_players=players, seed=seed)
+    trace, done = [], False
+    for step in range(300):
+        player_id, observation = env.get_observation()
+        assert isinstance(observation, str) and observation
+        done, _ = env.step(action=REPLY_POOL[step % len(REPLY_POOL)])
+        trace.append((player_id, done))
+        if done:
+            break
+    rewards, game_info = env.close()
+    return trace, rewards, game_info
+
+
+@pytest.mark.parametrize("players", [2, 4])
+def test_an_arbitrary_reply_stream_ends_with_rewards_and_game_info_of_the_documented_shape(
+    players: int,
+) -> None:
+    trace, rewards, game_info = rollout(123, players)
+    assert trace[-1][1], "refused replies escalate to the end of the game"
+    assert set(game_info) == set(range(players))
+    for info in game_info.values():
+        assert {"role", "invalid_move", "turn_count"} <= set(info)
+    assert set(rewards) == set(range(players))
+    assert all(isinstance(r, int | float) for r in rewards.values())
+    assert rollout(7, players) == rollout(7, players)
+
+
+def test_observations_are_handed_out_once() -> None:
+    from rummy500_env.rl.textarena_env import Rummy500TextEnv
+
+    env = Rummy500TextEnv()
+    env.reset(num_players=2, seed=11)
+    _, first = env.get_observation()
+    _, second = env.get_observation()
+    assert first and second == []
+
+
+def test_a_refused_reply_changes_nothing_but_the_error_count() -> None:
+    from rummy500_env.rl.textarena_env import Rummy500TextEnv
+
+    env = Rummy500TextEnv(error_allowance=3)
+    env.reset(num_players=3, seed=2)
+    assert env.game is not None
+    for reply in ("[discard 5C]", "nonsense", "[meld 2C 3C 4C]"):
+        before = (env.game.to_dict(), env.state.current_player_id, env.state.turn)
+        env.get_observation()
+        done, _ = env.step(action=reply)
+        assert not done
+        assert (env.game.to_dict(), env.state.current_player_id, env.state.turn) == before
+    assert env.state.error_count == 3
+
+
+def test_the_global_random_state_is_never_touched() -> None:
+    import random
+
+    random.seed(1234)
+    expected = random.getstate()
+    env = ta.make("Rummy500-v0")
+    env.reset(num_players=2, seed=3)
+    for reply in REPLY_POOL * 2:
+        env.get_observation()
+        if env.step(action=reply)[0]:
+            break
+    assert random.getstate() == expected
+
+
+PATHOLOGICAL = {
+    "padded": " " * 20_000 + "x" + " " * 1000,
+    "inner-spaces": "4" + " " * 20_000 + "x",
+    "long-number": "1" * 20_000 + " x",
+    "whitespace-mix": "\t\n " * 6_666 + "x",
+    "nested-brackets": "[" * 10_000 + "x" + "]" * 10_000,
+    "a long meld": "meld " + "9D " * 20_000,
+    "many actions": "[draw] " * 10_000,
+}
+
+
+@pytest.mark.parametrize("label", list(PATHOLOGICAL))
+def test_long_raw_model_output_is_read_quickly(label: str) -> None:
+    import time
+
+    env = ta.make("Rummy500-v0")
+    env.reset(num_players=2, seed=0)
+    env.get_observation()
+    started = time.perf_counter()
+    env.step(action=PATHOLOGICAL[label])
+    assert time.perf_counter() - started < 0.25
+
+
+def test_every_registered_variant_resets() -> None:
+    for env_id in VARIANTS:
+        for suffix in ("", "-train", "-raw"):
+            env = ta.make(f"{env_id}{suffix}")
+            env.reset(num_players=2, seed=19)
+            player_id, observation = env.get_observation()
+            assert player_id in (0, 1)
+            assert isinstance(observation, str if suffix != "-raw" else list)

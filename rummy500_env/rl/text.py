@@ -468,7 +468,6 @@ _ACTION = re.compile(
     re.IGNORECASE,
 )
 _BRACKETED = re.compile(r"\[([^\[\]\n]{1,200})\]")
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 
 def find_action(reply: str) -> Action:
@@ -477,7 +476,7 @@ def find_action(reply: str) -> Action:
     Whether it is legal is the caller's to judge."""
     if not isinstance(reply, str):
         raise ReplyError(f"a reply must be text, got {type(reply).__name__}")
-    text = _FENCE.sub("", reply.strip())
+    text = _unfenced(reply.strip())
     if text.startswith("{"):
         try:
             obj = json.loads(text)
@@ -496,6 +495,16 @@ def find_action(reply: str) -> Action:
     raise ReplyError(
         f"no action found in the reply; {REPLY_HINT[0].lower()}{REPLY_HINT[1:]} ({SYNTAX})"
     )
+
+
+def _unfenced(text: str) -> str:
+    """The text inside a Markdown code fence (```json ... ```), else the text. No regex: a
+    reply is raw model output, and a pattern that backtracks over long whitespace would make
+    reading it quadratic."""
+    if text.startswith("```") and text.endswith("```") and len(text) >= 6:
+        first_line_end = text.find("\n")
+        return text[first_line_end + 1 if first_line_end >= 0 else 3 : -3].strip()
+    return text
 
 
 def refusal(view: SeatView, legal: Sequence[Action], action: Action) -> str | None:

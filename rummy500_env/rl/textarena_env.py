@@ -73,17 +73,18 @@ class Rummy500TextEnv(ta.Env):  # type: ignore[misc]  # textarena is untyped
         self.hand_scores: list[list[int]] = []
 
     def reset(self, num_players: int = 2, seed: int | None = None) -> None:
-        """Deal a new game for `num_players` (2 to 8); `seed` deals it (None: TextArena's
-        global generator, which ``seed`` also seeds, as its games do)."""
+        """Deal a new game for `num_players` (2 to 8); `seed` deals it (None: a fresh seed from
+        the operating system). Python's global `random` state is left alone (TextArena's
+        ``State(seed=...)`` would reseed it, so the state gets no seed)."""
         fields = self.rules.to_dict() | {"players": num_players}
         try:
             rules = Rules.from_dict(fields)
         except Rummy500Error as e:
             raise ValueError(f"Rummy500 cannot seat {num_players!r} players: {e}") from None
         self.state = ta.MinimalMultiPlayerState(
-            num_players=num_players, seed=seed, error_allowance=self.error_allowance
+            num_players=num_players, seed=None, error_allowance=self.error_allowance
         )
-        game_seed = seed if seed is not None else random.getrandbits(32)
+        game_seed = seed if seed is not None else random.SystemRandom().getrandbits(32)
         self.game = Game.new(rules, seed=game_seed)
         self.hand_scores = []
         self.state.reset(
