@@ -66,9 +66,9 @@ def rollout_action(g: Game, rng: random.Random, values: tuple[int, ...]) -> Acti
 def completes(g: Game) -> bool:
     """Whether the top discard fits a table meld or makes a three-card meld with the hand
     (with a joker of the hand, or, the top a joker, with two of its cards)."""
-    top, held = g.pile[-1], g.one[g.turn]
+    top, held = g.pile[-1], g.held_once[g.turn]
     if top == JOKER:
         return any(m.fits for m in g.melds) or has_meld_pair(held)
     if any(top in m.fits for m in g.melds) or starts_a_meld(top, held):
         return True
-    return g.jk[g.turn] > 0 and starts_with_a_joker(top, held)
+    return g.jokers_held[g.turn] > 0 and starts_with_a_joker(top, held)

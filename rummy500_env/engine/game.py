@@ -110,13 +110,14 @@ class Game:
         "dealer",
         "discarder",
         "hands_played",
-        "jk",
-        "known_jk",
-        "known_one",
-        "known_two",
+        "held_once",
+        "held_twice",
+        "jokers_held",
+        "known_jokers",
+        "known_once",
+        "known_twice",
         "melds",
         "must_play",
-        "one",
         "phase",
         "pile",
         "rules",
@@ -126,7 +127,6 @@ class Game:
         "totals_before",
         "turn",
         "turns",
-        "two",
     )
 
     def __init__(self, rules: Rules, seed: int) -> None:
@@ -138,14 +138,16 @@ class Game:
         self.dealer = n - 1
         self.turn = 0
         self.phase: Phase = "draw"
-        # Hands as multisets (see `cards`): `one` has each card held, `two` each card held twice.
-        self.one = [0] * n
-        self.two = [0] * n
+        # Hands as multisets (see `cards`): `held_once` has each card held, `held_twice` each
+        # card held twice (bitmasks); jokers are counted apart. Layers above the engine read
+        # these slots by name (the observation encoders, the playout); `hand` lists them.
+        self.held_once = [0] * n
+        self.held_twice = [0] * n
         self.count = [0] * n
-        self.jk = [0] * n  # jokers held (docs/rules.md §5): counted here, not in the masks
-        self.known_one = [0] * n
-        self.known_two = [0] * n
-        self.known_jk = [0] * n
+        self.jokers_held = [0] * n  # jokers (docs/rules.md §5): counted here, not in the masks
+        self.known_once = [0] * n
+        self.known_twice = [0] * n
+        self.known_jokers = [0] * n
         self.stock: list[Card] = []  # internal order: the top (drawn next) is the last item
         self.pile: list[Card] = []  # bottom first, top last
         self.melds: list[Meld] = []
@@ -209,13 +211,13 @@ class Game:
         g = cls(p.rules, p.seed)
         for q, hand in enumerate(p.hands):
             naturals = [c for c in hand if c != JOKER]
-            g.one[q], g.two[q] = multiset_of(naturals)
-            g.jk[q] = len(hand) - len(naturals)
+            g.held_once[q], g.held_twice[q] = multiset_of(naturals)
+            g.jokers_held[q] = len(hand) - len(naturals)
             g.count[q] = len(hand)
             known = p.known_cards(q)
             naturals = [c for c in known if c != JOKER]
-            g.known_one[q], g.known_two[q] = multiset_of(naturals)
-            g.known_jk[q] = len(known) - len(naturals)
+            g.known_once[q], g.known_twice[q] = multiset_of(naturals)
+            g.known_jokers[q] = len(known) - len(naturals)
         g.stock = list(p.stock[::-1])
         g.pile = list(p.pile)
         g.melds = list(p.melds)
@@ -299,9 +301,14 @@ class Game:
         immutable (ints, tuples, `Meld`s, `Rules`) and shared."""
         g = Game(self.rules, self.seed)  # compiled (setup.py), a class needs its constructor
         g.dealer, g.turn, g.phase, g.discarder = self.dealer, self.turn, self.phase, self.discarder
-        g.one, g.two, g.count, g.jk = self.one[:], self.two[:], self.count[:], self.jk[:]
-        g.known_one, g.known_two = self.known_one[:], self.known_two[:]
-        g.known_jk, g.totals_before = self.known_jk[:], self.totals_before[:]
+        g.held_once, g.held_twice, g.count, g.jokers_held = (
+            self.held_once[:],
+            self.held_twice[:],
+            self.count[:],
+            self.jokers_held[:],
+        )
+        g.known_once, g.known_twice = self.known_once[:], self.known_twice[:]
+        g.known_jokers, g.totals_before = self.known_jokers[:], self.totals_before[:]
         g.stock, g.pile, g.melds = self.stock[:], self.pile[:], self.melds[:]
         g.taken_top, g.must_play = self.taken_top, self.must_play
         g.turns, g.hands_played = self.turns, self.hands_played
@@ -334,15 +341,17 @@ class Game:
             deck = list(order)
         size = r.cards_per_hand
         for p in range(n):
-            self.one[p] = self.two[p] = self.known_one[p] = self.known_two[p] = 0
-            self.jk[p] = self.known_jk[p] = 0
+            self.held_once[p] = self.held_twice[p] = self.known_once[p] = self.known_twice[p] = 0
+            self.jokers_held[p] = self.known_jokers[p] = 0
             self.count[p] = size
         for i in range(size * n):
             p, c = (self.dealer + 1 + i) % n, deck[i]
             if c == JOKER:
-                self.jk[p] += 1
+                self.jokers_held[p] += 1
             else:
-                self.one[p], self.two[p] = multiset_add(self.one[p], self.two[p], c)
+                self.held_once[p], self.held_twice[p] = multiset_add(
+                    self.held_once[p], self.held_twice[p], c
+                )
         self.pile = [deck[size * n]]
         self.stock = deck[size * n + 1 :][::-1]
         self.melds = []
@@ -403,21 +412,25 @@ class Game:
 
     def hand(self, player: int) -> list[Card]:
         """A player's cards, ascending (a card held twice appears twice; jokers, id 52, last)."""
-        cards = multiset_cards(self.one[player], self.two[player])
-        if self.jk[player]:
-            cards += [JOKER] * self.jk[player]
+        cards = multiset_cards(self.held_once[player], self.held_twice[player])
+        if self.jokers_held[player]:
+            cards += [JOKER] * self.jokers_held[player]
         return cards
 
     def known(self, player: int) -> list[Card]:
         """Cards a player is known to hold: taken from the pile in view and not played since."""
-        cards = multiset_cards(self.known_one[player], self.known_two[player])
-        if self.known_jk[player]:
-            cards += [JOKER] * self.known_jk[player]
+        cards = multiset_cards(self.known_once[player], self.known_twice[player])
+        if self.known_jokers[player]:
+            cards += [JOKER] * self.known_jokers[player]
         return cards
 
     def _held(self, player: int) -> int:
         """The mask of a player's natural cards, with `JOKER_BIT` if they hold a joker."""
-        return self.one[player] | JOKER_BIT if self.jk[player] else self.one[player]
+        return (
+            self.held_once[player] | JOKER_BIT
+            if self.jokers_held[player]
+            else self.held_once[player]
+        )
 
     @property
     def stock_cards(self) -> list[Card]:
@@ -543,11 +556,11 @@ class Game:
         if self.must_play is not None:
             return 0
         p, tt = self.turn, self.taken_top
-        held = self.one[p]
+        held = self.held_once[p]
         if not self._plain:  # jokers or calls (§5); a flag: the standard game asks often
             if self.phase == "called":
                 return 0
-            if self.jk[p]:
+            if self.jokers_held[p]:
                 held |= JOKER_BIT
         if tt is not None and held != 1 << tt:
             held &= ~(1 << tt)
@@ -653,8 +666,8 @@ class Game:
         (`_may_take_down_to` at every depth, computed in one scan: the mask of held cards
         grows as it goes deeper; `size` counts the copies). Digs start below the top (1),
         calls at the top (0)."""
-        pile, held, size = self.pile, self.one[p], self.count[p]
-        if not self._plain and self.jk[p]:  # `_held`, inlined: the standard game asks often
+        pile, held, size = self.pile, self.held_once[p], self.count[p]
+        if not self._plain and self.jokers_held[p]:  # `_held` inlined: asked often
             held |= JOKER_BIT
         if first:  # the top card joins the hand too, but is not dug (§1 dig)
             held |= 1 << pile[-1]
@@ -678,7 +691,7 @@ class Game:
         index), the mask of the cards that may be discarded, `JOKER_BIT` for a joker). See
         `draw_options`; the joker's melds and lay-offs are `joker_options`."""
         p = self.turn
-        held, size, owed = self.one[p], self.count[p], self._owed()
+        held, size, owed = self.held_once[p], self.count[p], self._owed()
         templates: list[int] = []
         if self._leaves_a_card(size, 3):
             templates = meld_templates_in(held)
@@ -699,12 +712,12 @@ class Game:
         for, meld index). Under an obligation a start must hold the owed natural card as a
         natural one, and an owed joker is met by any joker going down."""
         p = self.turn
-        if not self.jk[p]:
+        if not self.jokers_held[p]:
             return [], []
         b, size = self.must_play, self.count[p]
         starts: list[tuple[int, int]] = []
         if self._leaves_a_card(size, 3):
-            starts = joker_templates_in(self.one[p])
+            starts = joker_templates_in(self.held_once[p])
             if b is not None and b != JOKER:
                 starts = [(t, k) for t, k in starts if JOKER_START_PAIRS[3 * t + k][2] >> b & 1]
         layoffs: list[tuple[Card, int]] = []
@@ -862,7 +875,11 @@ class Game:
             natural = ALL_CARDS_MASK & ~a.jokers
             need_one, need_two = need_one & natural, need_two & natural
         jokers = 0 if self._plain else a.joker_count()
-        if need_one & ~self.one[p] or need_two & ~self.two[p] or jokers > self.jk[p]:
+        if (
+            need_one & ~self.held_once[p]
+            or need_two & ~self.held_twice[p]
+            or jokers > self.jokers_held[p]
+        ):
             held = cards_str(a.cards) if not a.jokers else _places(a)
             return f"you do not hold {held}; your hand: {cards_str(self.hand(p))}"
         if a.kind == "discard":
@@ -970,9 +987,11 @@ class Game:
     def _apply_draw(self, a: Action) -> None:
         p, c = self.turn, self.stock.pop()
         if c == JOKER:
-            self.jk[p] += 1
+            self.jokers_held[p] += 1
         else:
-            self.one[p], self.two[p] = multiset_add(self.one[p], self.two[p], c)
+            self.held_once[p], self.held_twice[p] = multiset_add(
+                self.held_once[p], self.held_twice[p], c
+            )
         self.count[p] += 1
         self.phase = "play"
 
@@ -1054,32 +1073,44 @@ class Game:
     def _take(self, cards: list[Card]) -> None:
         """Cards taken from the pile join the hand, in everyone's view (§1)."""
         p = self.turn
-        one, two, k1, k2 = self.one[p], self.two[p], self.known_one[p], self.known_two[p]
+        one, two, k1, k2 = (
+            self.held_once[p],
+            self.held_twice[p],
+            self.known_once[p],
+            self.known_twice[p],
+        )
         for c in cards:
             if c == JOKER:
-                self.jk[p] += 1
-                self.known_jk[p] += 1
+                self.jokers_held[p] += 1
+                self.known_jokers[p] += 1
             else:
                 one, two = multiset_add(one, two, c)
                 k1, k2 = multiset_add(k1, k2, c)
-        self.one[p], self.two[p], self.known_one[p], self.known_two[p] = one, two, k1, k2
+        self.held_once[p], self.held_twice[p], self.known_once[p], self.known_twice[p] = (
+            one,
+            two,
+            k1,
+            k2,
+        )
         self.count[p] += len(cards)
 
     def _remove(self, p: int, c: Card) -> None:
         """Take one copy of `c` out of a hand; a known copy stays known only while one is held."""
         self.count[p] -= 1
         if c == JOKER:
-            self.jk[p] -= 1
-            self.known_jk[p] = min(self.known_jk[p], self.jk[p])
+            self.jokers_held[p] -= 1
+            self.known_jokers[p] = min(self.known_jokers[p], self.jokers_held[p])
             return
-        self.one[p], self.two[p] = multiset_remove(self.one[p], self.two[p], c)
+        self.held_once[p], self.held_twice[p] = multiset_remove(
+            self.held_once[p], self.held_twice[p], c
+        )
         b = 1 << c
-        if self.known_one[p] & b:
-            held = (self.one[p] & b != 0) + (self.two[p] & b != 0)
-            known = 1 + (self.known_two[p] & b != 0)
+        if self.known_once[p] & b:
+            held = (self.held_once[p] & b != 0) + (self.held_twice[p] & b != 0)
+            known = 1 + (self.known_twice[p] & b != 0)
             if known > held:
-                self.known_one[p], self.known_two[p] = multiset_remove(
-                    self.known_one[p], self.known_two[p], c
+                self.known_once[p], self.known_twice[p] = multiset_remove(
+                    self.known_once[p], self.known_twice[p], c
                 )
 
     def _next_turn(self) -> None:
@@ -1168,8 +1199,9 @@ def _places(a: Action) -> str:
 
 
 _FIELDS = (
-    "dealer", "turn", "phase", "discarder", "one", "two", "count", "jk", "known_one",
-    "known_two", "known_jk", "totals_before", "stock", "pile", "melds", "taken_top",
+    "dealer", "turn", "phase", "discarder", "held_once", "held_twice", "count", "jokers_held",
+    "known_once", "known_twice", "known_jokers", "totals_before", "stock", "pile", "melds",
+    "taken_top",
     "must_play", "turns", "hands_played", "_legal", "_fits_memo", "_result",
 )  # fmt: skip
 """What `__reduce__` pickles: every slot but the two the constructor takes and `_plain`, which

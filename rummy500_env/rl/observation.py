@@ -248,12 +248,17 @@ class ObservationEncoder:
         # Card features go into `counted` (with two decks a card held twice is listed twice
         # and adds up to 1), one-hot features into `onehot`, scalars into `scalars`.
         # Jokers (id 52) have their own slices: the card features skip them.
-        counted = [at["hand"] + c for c in multiset_cards(game.one[observer], game.two[observer])]
+        counted = [
+            at["hand"] + c
+            for c in multiset_cards(game.held_once[observer], game.held_twice[observer])
+        ]
         counted += [at["pile_cards"] + c for c in game.pile if c != JOKER]
         for p in range(n):
             if p != observer:
                 row = at["known"] + ((p - observer) % n - 1) * 52
-                counted += [row + c for c in multiset_cards(game.known_one[p], game.known_two[p])]
+                counted += [
+                    row + c for c in multiset_cards(game.known_once[p], game.known_twice[p])
+                ]
         onehot = self._extras(game)
         if game.pile and game.pile[-1] != JOKER:
             onehot.append(at["pile_top"] + game.pile[-1])
@@ -329,11 +334,11 @@ class ObservationEncoder:
         play or a hand: own known cards, dealer, hands played, totals, the hand's scores."""
         n, at = self.players, self.at
         known = at["own_known"]
-        if game.known_one[observer]:
-            for c in multiset_cards(game.known_one[observer], game.known_two[observer]):
+        if game.known_once[observer]:
+            for c in multiset_cards(game.known_once[observer], game.known_twice[observer]):
                 obs[known + c] += self.inv_decks
         if self.joker_count:
-            obs[known + 52] = game.known_jk[observer] / self.joker_count
+            obs[known + 52] = game.known_jokers[observer] / self.joker_count
         i = at["exact_state"]
         obs[i] = (game.dealer - observer) % n / n
         obs[i + 3] = game.hands_played / EXACT_SCALE
@@ -476,7 +481,7 @@ class ObservationEncoder:
         """The joker slices (module docstring)."""
         at, n = self.at, self.players
         inv = 1.0 / self.joker_count
-        obs[at["hand_jokers"]] = game.jk[observer] * inv
+        obs[at["hand_jokers"]] = game.jokers_held[observer] * inv
         pile, i = game.pile, at["pile_jokers"]
         if pile and pile[-1] == JOKER:
             obs[i] = 1.0
@@ -492,7 +497,7 @@ class ObservationEncoder:
                         obs[row + c] += inv
                         obs[at["joker_seats"] + (owner - observer) % n] += inv
         for k, p in enumerate(self._seat_order[observer][1:]):
-            obs[at["known_jokers"] + k] = game.known_jk[p] * inv
+            obs[at["known_jokers"] + k] = game.known_jokers[p] * inv
         obs[at["joker_flags"]] = float(game.must_play == JOKER)
         obs[at["joker_flags"] + 1] = float(game.taken_top == JOKER)
 

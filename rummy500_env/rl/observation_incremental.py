@@ -123,8 +123,8 @@ class IncrementalEncoder(ObservationEncoder):
         # hand's facts it holds moved.
         self.put_exact_counters(mv, game, observer)
         o = observer
-        key: tuple[object, ...] = (game.hands_played, game.is_hand_over, game.known_one[o])
-        key += (game.known_two[o], game.known_jk[o], game.dealer, *game.totals_before)
+        key: tuple[object, ...] = (game.hands_played, game.is_hand_over, game.known_once[o])
+        key += (game.known_twice[o], game.known_jokers[o], game.dealer, *game.totals_before)
         if key != last.exact_key:
             last.obs[self._state_at :] = 0.0
             self.put_exact_state(mv, game, observer)
@@ -134,15 +134,18 @@ class IncrementalEncoder(ObservationEncoder):
     def _update_cards(self, last: _Last, game: Game) -> None:
         """The hand, the pile and the known cards."""
         observer = last.observer
-        one, two = game.one[observer], game.two[observer]
-        if one != last.one or two != last.two:
-            self._recount(last.mv, self.at["hand"], last.one ^ one | last.two ^ two, one, two)
-            last.one, last.two = one, two
+        one, two = game.held_once[observer], game.held_twice[observer]
+        if one != last.held_once or two != last.held_twice:
+            self._recount(
+                last.mv, self.at["hand"], last.held_once ^ one | last.held_twice ^ two, one, two
+            )
+            last.held_once, last.held_twice = one, two
         if game.pile != last.pile:
             self._pile_update(last, game.pile)
         opponents = self._opponents_of[observer]  # the observer's own known cards don't count
-        k1, k2 = game.known_one, game.known_two
-        if opponents(k1) != opponents(last.known_one) or opponents(k2) != opponents(last.known_two):
+        k1, k2 = game.known_once, game.known_twice
+        changed = opponents(k1) != opponents(last.known_once)
+        if changed or opponents(k2) != opponents(last.known_twice):
             self._update_known(last, k1, k2)
 
     def _update_scalars(self, last: _Last, game: Game) -> None:
@@ -182,10 +185,10 @@ class IncrementalEncoder(ObservationEncoder):
         """Recount the `known` rows of the opponents whose known cards changed."""
         for p, at in self._opponent_blocks[last.observer]:
             k1, k2 = known_one[p], known_two[p]
-            o1, o2 = last.known_one[p], last.known_two[p]
+            o1, o2 = last.known_once[p], last.known_twice[p]
             if k1 != o1 or k2 != o2:
                 self._recount(last.mv, at, o1 ^ k1 | o2 ^ k2, k1, k2)
-        last.known_one, last.known_two = known_one[:], known_two[:]
+        last.known_once, last.known_twice = known_one[:], known_two[:]
 
     def _update_pile(self, last: _Last, new: list[int]) -> None:
         """Rewrite the places of the cards above the part of the pile that stayed (its common
@@ -318,26 +321,26 @@ class _Last:
         "exact_key",
         "extras",
         "hands",
-        "known_one",
-        "known_two",
+        "held_once",
+        "held_twice",
+        "known_once",
+        "known_twice",
         "mv",
         "obs",
         "observer",
-        "one",
         "pile",
         "table_version",
         "totals",
         "turns",
-        "two",
     )
 
     def __init__(self, encoder: IncrementalEncoder, game: Game, observer: int) -> None:
         self.obs = encoder.encode(game, observer)
         self.mv = _float_view(self.obs)
         self.observer = observer
-        self.one, self.two = game.one[observer], game.two[observer]
+        self.held_once, self.held_twice = game.held_once[observer], game.held_twice[observer]
         self.pile = game.pile[:]
-        self.known_one, self.known_two = game.known_one[:], game.known_two[:]
+        self.known_once, self.known_twice = game.known_once[:], game.known_twice[:]
         self.table_version = encoder._sync_table(game.melds).version
         self.totals: list[int] | None = game.totals_before[:]
         self.count, self.turns, self.hands = game.count[:], game.turns, game.hands_played
