@@ -180,7 +180,7 @@ def test_act_given_the_env_observation_dict_says_to_pass_its_parts(agent):
 
 def rewritten(tmp_path: Path, network: object) -> Path:
     """The shipped policy with its metadata's network replaced (and a valid checksum)."""
-    from rummy500_env.agents.policy import _write
+    from rummy500_env.agents.policy_file import _write
 
     blob = load_policy_file(SHIPPED)
     path = tmp_path / "lying.pt"
@@ -269,7 +269,7 @@ def with_metadata(
     """The shipped policy with metadata fields replaced (``network={...}``) and entries inside
     a field replaced (``nested={"encoding.action_size": "381"}``), under a correct checksum:
     only the metadata checks can refuse it."""
-    from rummy500_env.agents.policy import _write
+    from rummy500_env.agents.policy_file import _write
 
     blob = load_policy_file(SHIPPED)
     meta = {**blob["metadata"], **fields}
@@ -304,6 +304,7 @@ def with_metadata(
         ({"training": {"seed": torch.zeros(2)}}, "training.seed is a Tensor"),
         ({"evaluation": {3: "x"}}, "evaluation has a key 3 that is not a str"),
         ({"wall_s": "fast"}, "wall_s must be a number"),
+        ({"commit": 5}, "commit must be a str or null, not 5"),
     ],
     ids=[
         "activation-list",
@@ -317,6 +318,7 @@ def with_metadata(
         "tensor",
         "int-key",
         "wall_s-str",
+        "commit-int",
     ],
 )
 def test_each_metadata_field_is_checked_before_use(tmp_path, changes, words):
@@ -331,6 +333,11 @@ def test_each_metadata_field_is_checked_before_use(tmp_path, changes, words):
         assert type(e.value) is PolicyLoadError, repr(e.value)[:300]
         assert words in str(e.value) and repr(str(path)) in str(e.value)
         assert len(str(e.value)) < 2000
+
+
+def test_a_policy_exported_outside_a_git_checkout_loads(tmp_path):
+    """An installed wheel has no commit to record: its policies say ``"commit": null``."""
+    assert PolicyAgent.load(with_metadata(tmp_path, commit=None)).metadata["commit"] is None
 
 
 def test_metadata_nested_too_deeply_is_refused(tmp_path):

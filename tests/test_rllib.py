@@ -394,15 +394,16 @@ def test_evaluate_on_ray_gives_the_local_pools_results(ray_instance):
 def test_policy_files_travel_with_the_ray_tasks(tmp_path):
     """A Ray worker on a node without the file plays the bytes that came with the task; the
     game is the one the file would have played where it lies."""
-    from rummy500_env.agents.policy import build_network, current_encoding, save_policy
+    from rummy500_env.agents.networks import build_network
+    from rummy500_env.agents.policy_file import current_encoding, save_policy
     from rummy500_env.engine.rules import Rules
     from rummy500_env.training.tournament import Config, play_chunk, play_task, tasks_for
 
     rules = Rules.preset("standard")
     enc = current_encoding(rules)
-    net = build_network(enc["observation_size"], [8], enc["action_size"], "tanh")
-    here = tmp_path / "p.pt"
     network = {"kind": "mlp", "net_arch": [8], "activation": "tanh"}
+    net = build_network(rules, network)
+    here = tmp_path / "p.pt"
     save_policy(here, net, {"encoding": enc, "rules": rules.to_dict(), "network": network})
     elsewhere = str(tmp_path / "on-the-head-node" / "p.pt")  # no such file on this "worker"
     cfg = Config([elsewhere, "greedy"], games=2, episode="hand", workers=1)

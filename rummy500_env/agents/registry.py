@@ -34,7 +34,7 @@ from pathlib import Path
 
 from rummy500_env.agents.expert import ExpertAgent
 from rummy500_env.agents.greedy import GreedyAgent
-from rummy500_env.agents.policy import is_policy_file, shipped_policies
+from rummy500_env.agents.shipped import is_policy_file, shipped_policies
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.numbers import read_int, shown
 from rummy500_env.engine.rules import Rules
@@ -202,7 +202,7 @@ def resolve_spec(spec: str, rules: Rules) -> str:
     Commands resolve their specs so before a game starts, and show the name."""
     if parse_spec(spec).kind != "model":
         return spec
-    from rummy500_env.agents.policy import shipped_for  # reads the files' metadata: torch
+    from rummy500_env.agents.shipped import shipped_for  # reads the files' metadata: torch
 
     return shipped_for(rules)
 

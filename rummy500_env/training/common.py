@@ -41,7 +41,7 @@ import torch.nn as nn
 
 import rummy500_env
 from rummy500_env.agents.networks import ACTIVATIONS
-from rummy500_env.agents.policy import current_encoding, save_policy
+from rummy500_env.agents.policy_file import current_encoding, save_policy
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
 from rummy500_env.engine.errors import RulesError, Rummy500Error
 from rummy500_env.engine.rules import Rules
@@ -424,7 +424,7 @@ def run_encoding(run: Path) -> dict[str, Any] | None:
     """The observation and action encoding a run was trained with: its ``state.json`` says
     (runs record it), or, for a run from before, the metadata of a policy file it wrote (its
     snapshots, its evaluation policy); None when neither says."""
-    from rummy500_env.agents.policy import load_policy_file
+    from rummy500_env.agents.policy_file import load_policy_file
 
     state = run / "state.json"
     if state.is_file():

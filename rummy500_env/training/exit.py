@@ -45,8 +45,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from rummy500_env.agents.policy import PolicyAgent, load_policy_file, shipped_for
+from rummy500_env.agents.policy import PolicyAgent
+from rummy500_env.agents.policy_file import load_policy_file
 from rummy500_env.agents.psearch import LEAVES, PolicySearchAgent, hand_value
+from rummy500_env.agents.shipped import policy_path, shipped_for
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.rules import Rules
@@ -120,10 +122,8 @@ class Args(TrainArgs):
 
     def network_spec(self) -> dict[str, Any]:
         """The starting policy's network: expert iteration keeps its architecture."""
-        spec: dict[str, Any] = load_policy_file(_policy_file(self.policy_name()))["metadata"][
-            "network"
-        ]
-        return spec
+        meta = load_policy_file(policy_path(self.policy_name()))["metadata"]
+        return dict(meta["network"])
 
     def validate(self) -> None:
         """Raise `ConfigError` for values that cannot train, naming what is allowed."""
@@ -160,12 +160,6 @@ class Args(TrainArgs):
                 f"init_policy={self.policy_name()!r} has network {self.network_spec()}: expert "
                 "iteration trains the value head, which only the 'cards' network has"
             )
-
-
-def _policy_file(name_or_path: str) -> Path:
-    from rummy500_env.agents.policy import policy_path
-
-    return policy_path(name_or_path)
 
 
 def parse_args(argv: list[str]) -> tuple[Args, bool]:

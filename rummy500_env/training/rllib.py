@@ -70,7 +70,7 @@ import numpy as np
 import rummy500_env
 from rummy500_env.agents import networks
 from rummy500_env.agents.networks import KINDS, CardPolicy
-from rummy500_env.agents.policy import current_encoding
+from rummy500_env.agents.policy_file import current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import Rules
