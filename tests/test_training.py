@@ -175,7 +175,8 @@ print("played", result.totals)
 
 def test_policy_agent_matches_the_trained_model_and_stays_in_the_mask(trained):
     from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
-    from rummy500_env.training.ppo import args_from_dict, load_checkpoint, new_model
+    from rummy500_env.training.ppo import args_from_dict, load_checkpoint
+    from rummy500_env.training.rollouts import new_model
 
     args = args_from_dict(json.loads((trained / "config.json").read_text()))
     model = new_model(args)
@@ -204,7 +205,8 @@ def test_policy_agent_matches_the_trained_model_and_stays_in_the_mask(trained):
 def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(trained, tmp_path, capsys):
     import shutil
 
-    from rummy500_env.training.ppo import args_from_dict, load_checkpoint, new_model
+    from rummy500_env.training.ppo import args_from_dict, load_checkpoint
+    from rummy500_env.training.rollouts import new_model
 
     run = tmp_path / "run"
     shutil.copytree(trained, run)
@@ -368,7 +370,8 @@ def test_checkpoints_keep_the_last_k_survive_a_failed_write_and_skip_a_damaged_o
 
 def test_opponents_and_eval_bots_are_any_agent_specs():
     from rummy500_env.agents import GreedyAgent, SearchAgent
-    from rummy500_env.training.ppo import Args, opponent_pool
+    from rummy500_env.training.ppo import Args
+    from rummy500_env.training.rollouts import opponent_pool
 
     args = Args(opponents={"greedy": 0.5, "search:5": 0.5, "self": 1.0}, eval_bots=("search:1",))
     args.validate()

@@ -15,7 +15,8 @@ import torch
 
 from rummy500_env.training.common import ConfigError
 from rummy500_env.training.parallel import SEED_STRIDE, CollectionError, shares
-from rummy500_env.training.ppo import Collector, Trainer, args_from_dict, load_yaml, opponent_pool
+from rummy500_env.training.ppo import Trainer, args_from_dict, load_yaml
+from rummy500_env.training.rollouts import Collector, opponent_pool
 from rummy500_env.training.selfplay import SelfPlayGames
 
 SMALL = {

@@ -15,19 +15,25 @@ run's, so a run is reproducible for a given number of workers (not across number
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import multiprocessing
 import traceback
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
 from rummy500_env.engine.errors import Rummy500Error
-
-if TYPE_CHECKING:  # ppo imports this module; the worker imports ppo when it starts
-    from rummy500_env.training.ppo import ActorCritic, Args, Collector, Rollout
+from rummy500_env.training.rollouts import (
+    ActorCritic,
+    Collector,
+    LearnerSettings,
+    Rollout,
+    new_collector,
+    new_model,
+)
 
 SEED_STRIDE = 1_000_003
 """Worker k's seeds are the run's plus k times this: far from the run's own."""
@@ -53,7 +59,7 @@ class ParallelCollector:
     def __init__(
         self,
         local: Collector,
-        args: Args,
+        args: LearnerSettings,
         worker_games: list[int],
         games_seed: int,
         sampling_seed: int,
@@ -68,7 +74,8 @@ class ParallelCollector:
         for k, n in enumerate(worker_games, start=1):
             mine, theirs = ctx.Pipe()
             seeds = (games_seed + k * SEED_STRIDE, sampling_seed + k * SEED_STRIDE)
-            worker_args = dataclasses.replace(args, seed=args.seed + k * SEED_STRIDE)
+            worker_args = copy.copy(args)
+            worker_args.seed = args.seed + k * SEED_STRIDE
             process = ctx.Process(
                 target=serve,
                 args=(theirs, worker_args, n, *seeds, self.snapshots),
@@ -83,7 +90,7 @@ class ParallelCollector:
     def episode_returns(self) -> list[float]:
         return self.local.episode_returns
 
-    def set_opponents(self, args: Args, snapshots: list[str]) -> None:
+    def set_opponents(self, args: LearnerSettings, snapshots: list[str]) -> None:
         """Draw the next deals' opponents from the pool with these snapshots, everywhere."""
         self.local.set_opponents(args, snapshots)
         self.snapshots = list(snapshots)
@@ -91,8 +98,6 @@ class ParallelCollector:
     def collect(self, model: ActorCritic, n_steps: int, gamma: float, lam: float) -> Rollout:
         """One rollout of every process's games, the workers' collected while this one
         collects its own, joined along the games axis (this process's games first)."""
-        from rummy500_env.training.ppo import Rollout
-
         weights = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
         changed = self.snapshots if self.snapshots != self._sent_snapshots else None
         for process, conn in self.workers:
@@ -151,7 +156,7 @@ def _died(process: multiprocessing.process.BaseProcess) -> CollectionError:
 
 def serve(
     conn: Connection,
-    args: Args,
+    args: LearnerSettings,
     n_games: int,
     games_seed: int,
     sampling_seed: int,
@@ -159,8 +164,6 @@ def serve(
 ) -> None:
     """A worker: its own games and network, one rollout per request, until told to stop
     (None) or until the learner's end of the pipe closes."""
-    from rummy500_env.training.ppo import new_collector, new_model
-
     try:
         torch.set_num_threads(1)
         collector = new_collector(args, n_games, games_seed, sampling_seed, snapshots)

@@ -1,13 +1,15 @@
 """``python -m training.ppo``: self-play PPO that exports a policy anyone can load.
 
-One readable loop in the style of CleanRL, over `SelfPlayGames`: many games in one process,
-the learner's decisions of all of them in one forward pass per step, frozen snapshots of the
+A loop in the style of CleanRL, over `SelfPlayGames`: many games in one process, the
+learner's decisions of all of them in one forward pass per step, frozen snapshots of the
 learner (and bots) as opponents. It reads top to bottom: the arguments (a dataclass; the
 packaged config ``ppo`` is the default and every field can be overridden on the command line),
-the pieces (model, opponents, behaviour-cloning warm start, rollouts, the PPO update,
-checkpoints), then `Trainer` and `train`, which put them together. What every trainer shares
-(the run's settings and their checks, the run folder, checkpoint files, the exported policy,
-evaluations and the final report) is `rummy500_env.training.common`.
+the behaviour-cloning warm start, the PPO update, checkpoints, then `Trainer` and `train`,
+which put them together. The learner's model and how its rollouts are collected (with GAE) are
+`rummy500_env.training.rollouts`, shared with the second collection process
+(`rummy500_env.training.parallel`); what every trainer shares (the run's settings and their
+checks, the run folder, checkpoint files, the exported policy, evaluations and the final
+report) is `rummy500_env.training.common`.
 
     python -m training.ppo                                # the packaged config "ppo"
     python -m training.ppo --config ppo_long --run-dir runs/long   # or a YAML file's path
@@ -41,11 +43,10 @@ import torch
 import torch.nn as nn
 
 import rummy500_env
-from rummy500_env.agents.networks import KINDS, build_network, mlp
+from rummy500_env.agents.networks import KINDS
 from rummy500_env.agents.policy import PolicyAgent, current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
-from rummy500_env.rl.opponents import Agent
 from rummy500_env.training.common import (
     Checkpoints,
     ConfigError,
@@ -64,10 +65,14 @@ from rummy500_env.training.common import (
 )
 from rummy500_env.training.common import load_yaml as load_yaml  # benchmarks/ import it here
 from rummy500_env.training.parallel import ParallelCollector, shares
-from rummy500_env.training.selfplay import SelfPlayGames
-
-MASKED = -1e9
-"""The logit of an illegal action (finite, so entropies stay finite)."""
+from rummy500_env.training.rollouts import (
+    ActorCritic,
+    Collector,
+    Rollout,
+    masked_logits,
+    new_collector,
+    new_model,
+)
 
 
 @dataclass
@@ -180,63 +185,6 @@ def parse_args(argv: list[str]) -> tuple[Args, bool]:
     return command_line(Args, argv, __doc__)
 
 
-# --- the model
-
-
-class ActorCritic(nn.Module):
-    """The exported actor plus what training needs: values. The card network has its own
-    value head; the flat MLP trains with a separate critic of the same shape."""
-
-    def __init__(self, actor: nn.Module, critic: nn.Module | None) -> None:
-        super().__init__()
-        self.actor = actor
-        self.critic = critic
-
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(action logits, values)."""
-        if self.critic is None:
-            return self.actor.forward_with_value(obs)  # type: ignore[no-any-return,operator]
-        return self.actor(obs), self.critic(obs).squeeze(-1)
-
-
-def new_model(args: Args) -> ActorCritic:
-    rules = args.game_rules()
-    spec = args.network_spec()
-    actor = build_network(rules, spec)
-    if spec["kind"] == "mlp":
-        obs_size = current_encoding(rules)["observation_size"]
-        return ActorCritic(actor, mlp(obs_size, list(args.net_arch), 1, args.activation))
-    return ActorCritic(actor, None)
-
-
-def masked_logits(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
-    return logits.masked_fill(~masks, MASKED)
-
-
-# --- opponents
-
-
-def opponent_pool(args: Args, snapshots: list[str]) -> tuple[list[Agent], list[float]]:
-    """The pool and its weights: the agents named, and the snapshots sharing the "self"
-    weight."""
-    rules = args.game_rules()
-    pool: list[Agent] = []
-    weights: list[float] = []
-    for name, w in args.opponents.items():
-        if w <= 0:
-            continue
-        if name == "self":
-            for path in snapshots:
-                pool.append(PolicyAgent.load(path, deterministic=False, seed=args.seed))
-                weights.append(w / len(snapshots))
-        else:
-            pool.append(make_agent(name, rules, seed=args.seed + len(pool)))
-            weights.append(w)
-    if not pool:  # only "self" is weighted and no snapshot exists yet
-        pool, weights = [make_agent("random", rules, seed=args.seed)], [1.0]
-    return pool, weights
-
-
 # --- behaviour cloning warm start
 
 
@@ -315,91 +263,7 @@ def behaviour_clone(
     return stats
 
 
-# --- rollouts and the PPO update
-
-
-@dataclass
-class Rollout:
-    """One rollout: `n_steps` rows of the learner's decisions in every game."""
-
-    obs: torch.Tensor
-    masks: torch.Tensor
-    actions: torch.Tensor
-    logprobs: torch.Tensor
-    values: torch.Tensor
-    rewards: torch.Tensor
-    dones: torch.Tensor
-    advantages: torch.Tensor
-    returns: torch.Tensor
-
-
-def sample(logp: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """One action per row from log-probabilities, by the Gumbel-max trick (argmax of logp
-    plus Gumbel noise): the same distribution as `torch.multinomial`, twice as fast on
-    these rows of 360."""
-    u = torch.rand(logp.shape, generator=generator).clamp_(1e-20, 1.0)
-    return torch.argmax(logp - torch.log(-torch.log(u)), dim=-1)
-
-
-class Collector:
-    """Plays the learner in `games` and keeps the observations between rollouts."""
-
-    def __init__(self, games: SelfPlayGames, seed: int) -> None:
-        self.games = games
-        obs, masks = games.reset()
-        self.obs, self.masks = torch.as_tensor(obs), torch.as_tensor(masks)
-        self.generator = torch.Generator().manual_seed(seed)
-        self.episode_returns: list[float] = []
-
-    def set_opponents(self, args: Args, snapshots: list[str]) -> None:
-        """Draw the next deals' opponents from the pool with these snapshots."""
-        self.games.set_pool(*opponent_pool(args, snapshots))
-
-    def collect(self, model: ActorCritic, n_steps: int, gamma: float, lam: float) -> Rollout:
-        n = len(self.games.envs)
-        obs = torch.zeros((n_steps, n, self.obs.shape[1]))
-        masks = torch.zeros((n_steps, n, self.masks.shape[1]), dtype=torch.bool)
-        actions = torch.zeros((n_steps, n), dtype=torch.long)
-        logprobs, values = torch.zeros((n_steps, n)), torch.zeros((n_steps, n))
-        rewards, dones = torch.zeros((n_steps, n)), torch.zeros((n_steps, n))
-        with torch.no_grad():
-            for t in range(n_steps):
-                obs[t], masks[t] = self.obs, self.masks
-                logits, value = model(self.obs)
-                logp = torch.log_softmax(masked_logits(logits, self.masks), -1)
-                action = sample(logp, self.generator)
-                actions[t], values[t] = action, value
-                logprobs[t] = logp.gather(1, action[:, None]).squeeze(1)
-                step = self.games.step(action.numpy())
-                rewards[t] = torch.as_tensor(step.rewards)
-                dones[t] = torch.as_tensor(step.terminated | step.truncated, dtype=torch.float32)
-                self.obs = torch.as_tensor(step.observations)
-                self.masks = torch.as_tensor(step.action_masks)
-                self.episode_returns += [r for r in step.episode_returns if r is not None]
-            next_value = model(self.obs)[1]
-        advantages = torch.zeros_like(rewards)
-        last = torch.zeros(n)
-        for t in reversed(range(n_steps)):
-            following = next_value if t == n_steps - 1 else values[t + 1]
-            alive = 1.0 - dones[t]
-            delta = rewards[t] + gamma * following * alive - values[t]
-            last = delta + gamma * lam * alive * last
-            advantages[t] = last
-        return Rollout(
-            obs, masks, actions, logprobs, values, rewards, dones, advantages, advantages + values
-        )
-
-
-def new_collector(
-    args: Args, n_games: int, games_seed: int, sampling_seed: int, snapshots: list[str]
-) -> Collector:
-    """`n_games` seeded games against the opponent pool with these snapshots, and their
-    collector (the trainer's own, and each collection worker's)."""
-    pool, weights = opponent_pool(args, snapshots)
-    games = SelfPlayGames(
-        args.game_rules(), n_games, pool, weights, episode=args.episode, seed=games_seed
-    )
-    return Collector(games, sampling_seed)
+# --- the PPO update
 
 
 def ppo_update(
