@@ -6,7 +6,7 @@ import pytest
 
 from rummy500_env import Rules
 from rummy500_env.agents import ExpertAgent, GreedyAgent, RandomAgent, SearchAgent
-from rummy500_env.agents.registry import AgentSpecError, check_spec, make_agent
+from rummy500_env.agents.registry import AgentSpecError, check_spec, make_agent, parse_spec
 from rummy500_env.engine.errors import Rummy500Error
 
 
@@ -92,3 +92,35 @@ def test_the_ismcts_spec_names_openspiels_bot_and_is_refused_before_any_game_wit
     agent = make_agent("ismcts:50", Rules(), seed=3)
     assert isinstance(agent, ISMCTSAgent) and agent.simulations == 50
     assert make_agent("ismcts", Rules(), seed=3).simulations == 100
+
+
+@pytest.mark.parametrize("spec", ["x" * 300, "x" * 300 + ".pt", "a\0b", "dir/" + "y" * 300])
+def test_a_spec_no_file_can_be_named_is_an_agent_spec_error(spec):
+    """A name too long for the file system (or holding a NUL) was a bare OSError (ValueError)
+    from the path checks."""
+    with pytest.raises(AgentSpecError):
+        check_spec(spec)
+
+
+def test_a_new_bot_joins_the_registry_with_one_entry(monkeypatch):
+    """Adding a bot is one `Kind` in `KINDS`: its spec parses, builds, and is listed."""
+    from rummy500_env.agents import registry
+
+    class Lazy:
+        def act(self, observation, action_mask):
+            return int(action_mask.nonzero()[0][0])
+
+    entry = registry.Kind("lazy", "lazy (the first legal action)", registry._word("lazy"),
+                          lambda s, rules, seed: Lazy())  # fmt: skip
+    monkeypatch.setitem(registry.KINDS, "lazy", entry)
+    assert isinstance(make_agent("lazy", Rules(), seed=0), Lazy)
+    assert parse_spec("lazy").kind == "lazy"
+    with pytest.raises(AgentSpecError, match="unknown agent 'lazy:3'"):
+        check_spec("lazy:3")
+
+
+def test_every_kind_is_listed_in_the_allowed_text():
+    from rummy500_env.agents.registry import ALLOWED, KINDS
+
+    for kind in KINDS.values():
+        assert kind.allowed in ALLOWED

@@ -29,6 +29,7 @@ a typo is one clear error instead of a crash in a worker process, and builds it 
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,18 +43,6 @@ from rummy500_env.rl.opponents import Agent, RandomAgent
 
 BOTS = ("random", "greedy", "expert", "search")
 """The built-in bots, weakest first."""
-ALLOWED = (
-    "random, greedy, expert, search (50 ms a decision), search:50ms (any positive whole number "
-    "of milliseconds a decision), search:200 (any positive whole number of sampled worlds a "
-    "decision), psearch, psearch:200ms or psearch:64 (a policy-guided search, any positive "
-    "whole number of milliseconds or simulations a decision, then optionally :PATH_OR_NAME of "
-    "the policy it searches with: psearch:200ms:standard), ismcts or ismcts:100 (OpenSpiel's "
-    "IS-MCTS, any positive whole number of simulations a decision; the openspiel extra), the "
-    "path of an exported policy file (.pt), a shipped policy by name (standard), or model (the "
-    "shipped policy made for the table's rules), or llm:URL[:MODEL] (an OpenAI-compatible chat "
-    "endpoint, e.g. llm:http://localhost:8000/v1:my-model)"
-)
-"""What a spec may be, in the words every error about one uses."""
 ISMCTS_SIMULATIONS = 100
 """IS-MCTS simulations a decision when the spec names none."""
 PSEARCH_MS = 200
@@ -68,59 +57,59 @@ class AgentSpecError(Rummy500Error):
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """A checked spec: which bot (or ``"policy"``) and, for search, its budget."""
+    """A checked spec: which kind of agent (an entry of `KINDS`) and its settings."""
 
     kind: str
-    """One of `BOTS`, ``"ismcts"`` (OpenSpiel's IS-MCTS), ``"policy"`` for an exported policy
-    file, ``"model"`` for the shipped policy of the table's rules (`resolve_spec`), or
-    ``"shipped"`` for a shipped policy named by its name (the spec stays the name,
-    which loads wherever it runs), or ``"psearch"`` for the policy-guided search (`path`: its
-    policy, None for the shipped one made for the table)."""
+    """A name in `KINDS`: a bot, ``"model"`` for the shipped policy of the table's rules
+    (`resolve_spec`), ``"shipped"`` for a shipped policy named by its name (the spec stays the
+    name, which loads wherever it runs), ``"policy"`` for an exported policy file, ..."""
     ms: int | None = None
-    """Search: milliseconds a decision."""
+    """Searches: milliseconds a decision."""
     rollouts: int | None = None
     """Search: sampled worlds a decision."""
     path: str | None = None
-    """Policy or shipped policy: the file."""
+    """A policy file (or shipped name) the agent plays or searches with; llm: the spec."""
     simulations: int | None = None
     """IS-MCTS and psearch: simulations a decision."""
 
 
-def parse_spec(spec: str) -> AgentSpec:
-    """Read a spec strictly (see the module docstring); raises `AgentSpecError`."""
-    if not isinstance(spec, str):
-        raise AgentSpecError(f"an agent spec must be a string, got {spec!r}; use {ALLOWED}")
-    name, colon, budget = spec.partition(":")
-    if name in ("random", "greedy", "expert", "model") and not colon:
-        return AgentSpec(name)
-    if name == "search":
-        if not colon:
-            return AgentSpec("search")
-        n, ms = _budget(
-            spec,
-            "search",
-            budget,
-            "a positive whole number of milliseconds (search:50ms) or of sampled worlds "
-            "(search:200)",
-        )
-        return AgentSpec("search", ms=n) if ms else AgentSpec("search", rollouts=n)
-    if name == "psearch":
-        return _psearch_spec(spec, budget if colon else None)
-    if name == "ismcts":
-        return _ismcts_spec(spec, budget if colon else None)
-    if name == "llm":
-        return _llm_spec(spec)
-    path = Path(spec)
-    shipped = {} if colon else shipped_policies()
-    if spec in shipped and not is_policy_file(path):  # a folder or other file does not hide it
-        return AgentSpec("shipped", path=str(shipped[spec]))
-    if path.suffix == ".pt" or path.exists():
-        if not path.is_file():
-            raise AgentSpecError(
-                f"no checkpoint at {spec!r}: give the path of an exported policy file (.pt)"
-            )
-        return AgentSpec("policy", path=spec)
-    raise AgentSpecError(f"unknown agent {spec!r}: use {ALLOWED}")
+@dataclass(frozen=True)
+class Kind:
+    """One kind of agent: how a spec names it, and how it is built. A new bot joins `KINDS`
+    with one entry."""
+
+    name: str
+    """The spec's first word (``search`` in ``search:50ms``); kinds no spec word names
+    (``policy``, ``shipped``: a path or a shipped name) are found by `parse_spec` itself."""
+    allowed: str
+    """Its spec forms, in the words every error about a spec uses (`ALLOWED`)."""
+    parse: Callable[[str, str | None], AgentSpec | None]
+    """(the whole spec, what follows its first colon or None) -> the checked spec; None when
+    the spec is not one of this kind's forms after all (`parse_spec` reads it as a path)."""
+    build: Callable[[AgentSpec, Rules, int], Agent]
+    """(the checked spec, the rules, a seed) -> the agent."""
+
+
+def _word(name: str) -> Callable[[str, str | None], AgentSpec | None]:
+    """The parser of a spec that is one word and takes no settings (with a colon it is no
+    such spec: `parse_spec` reads it as a path)."""
+    return lambda spec, rest: AgentSpec(name) if rest is None else None
+
+
+def _search_spec(spec: str, rest: str | None) -> AgentSpec:
+    """``search``, ``search:50ms`` or ``search:200``."""
+    if rest is None:
+        return AgentSpec("search")
+    how = "a positive whole number of milliseconds (search:50ms) or of sampled worlds (search:200)"
+    n, ms = _budget(spec, "search", rest, how)
+    return AgentSpec("search", ms=n) if ms else AgentSpec("search", rollouts=n)
+
+
+def _build_search(s: AgentSpec, rules: Rules, seed: int) -> Agent:
+    from rummy500_env.agents.search import SearchAgent
+
+    ms = None if s.ms is None else float(s.ms)
+    return SearchAgent(rules, ms=ms, rollouts=s.rollouts, seed=seed)
 
 
 def _psearch_spec(spec: str, rest: str | None) -> AgentSpec:
@@ -136,10 +125,11 @@ def _psearch_spec(spec: str, rest: str | None) -> AgentSpec:
         "a positive whole number of milliseconds (psearch:200ms) or of simulations "
         "(psearch:64), then optionally :PATH_OR_NAME",
     )
-    if colon and not (Path(policy).is_file() or policy in shipped_policies()):
+    if colon and not (_is_file(policy) or policy in shipped_policies()):
         raise AgentSpecError(
-            f"no policy {policy!r} in {spec!r}: give the path of an exported policy file (.pt) "
-            f"or a shipped policy's name ({', '.join(shipped_policies()) or 'none found'})"
+            f"no policy {shown(policy, 100)} in {shown(spec, 100)}: give the path of an "
+            "exported policy file (.pt) or a shipped policy's name "
+            f"({', '.join(shipped_policies()) or 'none found'})"
         )
     path = policy if colon else None
     if ms:
@@ -147,17 +137,159 @@ def _psearch_spec(spec: str, rest: str | None) -> AgentSpec:
     return AgentSpec("psearch", simulations=n, path=path)
 
 
-def _ismcts_spec(spec: str, budget: str | None) -> AgentSpec:
+def _build_psearch(s: AgentSpec, rules: Rules, seed: int) -> Agent:
+    from rummy500_env.agents.psearch import PolicySearchAgent  # torch: only when named
+
+    ms = None if s.ms is None else float(s.ms)
+    return PolicySearchAgent(rules, s.path, ms=ms, simulations=s.simulations, seed=seed)
+
+
+def _ismcts_spec(spec: str, rest: str | None) -> AgentSpec:
     """``ismcts`` or ``ismcts:N``; refused here, not in a worker, when OpenSpiel is missing."""
     simulations = ISMCTS_SIMULATIONS
-    if budget is not None:
+    if rest is not None:
         how = "a positive whole number of simulations a decision (ismcts:100)"
-        simulations, ms = _budget(spec, "ismcts", budget, how)
+        simulations, ms = _budget(spec, "ismcts", rest, how)
         if ms:
             raise AgentSpecError(f"bad ismcts budget in {shown(spec, 100)}: give {how}")
     if importlib.util.find_spec("pyspiel") is None:
-        raise AgentSpecError(f"{spec!r} needs OpenSpiel: pip install -e '.[openspiel]'")
+        raise AgentSpecError(f"{shown(spec, 100)} needs OpenSpiel: pip install -e '.[openspiel]'")
     return AgentSpec("ismcts", simulations=simulations)
+
+
+def _build_ismcts(s: AgentSpec, rules: Rules, seed: int) -> Agent:
+    from rummy500_env.agents.ismcts import ISMCTSAgent  # pyspiel: only when named
+
+    return ISMCTSAgent(rules, simulations=s.simulations or ISMCTS_SIMULATIONS, seed=seed)
+
+
+def _llm_spec(spec: str, rest: str | None) -> AgentSpec:
+    """``llm:URL[:MODEL]``: the form is checked here; the endpoint is reached when built."""
+    from rummy500_env.agents.llm import parse_llm_spec
+
+    try:
+        parse_llm_spec(spec)
+    except ValueError as e:
+        raise AgentSpecError(str(e)) from None
+    return AgentSpec("llm", path=spec)
+
+
+def _build_llm(s: AgentSpec, rules: Rules, seed: int) -> Agent:
+    from rummy500_env.agents.llm import make_llm_agent
+
+    assert s.path is not None, "an llm spec keeps its text"
+    return make_llm_agent(s.path, rules, seed)
+
+
+def _build_policy(s: AgentSpec, rules: Rules, seed: int) -> Agent:
+    from rummy500_env.agents.policy import PolicyAgent  # torch: only when a policy is named
+
+    assert s.path is not None, "a policy spec names its file"
+    return PolicyAgent.load(s.path, rules=rules, deterministic=True)
+
+
+def _unresolved(s: AgentSpec, rules: Rules, seed: int) -> Agent:
+    raise AssertionError("make_agent resolves 'model' to a shipped policy first")
+
+
+def _by_path(spec: str, rest: str | None) -> AgentSpec:
+    raise AssertionError("parse_spec reads paths and shipped names itself")
+
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind("random", "random", _word("random"), lambda s, rules, seed: RandomAgent(seed)),
+        Kind("greedy", "greedy", _word("greedy"), lambda s, rules, seed: GreedyAgent(rules)),
+        Kind("expert", "expert", _word("expert"), lambda s, rules, seed: ExpertAgent(rules)),
+        Kind(
+            "search",
+            "search (50 ms a decision), search:50ms (any positive whole number of milliseconds "
+            "a decision), search:200 (any positive whole number of sampled worlds a decision)",
+            _search_spec,
+            _build_search,
+        ),
+        Kind(
+            "psearch",
+            "psearch, psearch:200ms or psearch:64 (a policy-guided search, any positive whole "
+            "number of milliseconds or simulations a decision, then optionally :PATH_OR_NAME "
+            "of the policy it searches with: psearch:200ms:standard)",
+            _psearch_spec,
+            _build_psearch,
+        ),
+        Kind(
+            "ismcts",
+            "ismcts or ismcts:100 (OpenSpiel's IS-MCTS, any positive whole number of "
+            "simulations a decision; the openspiel extra)",
+            _ismcts_spec,
+            _build_ismcts,
+        ),
+        Kind("policy", "the path of an exported policy file (.pt)", _by_path, _build_policy),
+        Kind("shipped", "a shipped policy by name (standard)", _by_path, _build_policy),
+        Kind(
+            "model",
+            "model (the shipped policy made for the table's rules)",
+            _word("model"),
+            _unresolved,
+        ),
+        Kind(
+            "llm",
+            "llm:URL[:MODEL] (an OpenAI-compatible chat endpoint, e.g. "
+            "llm:http://localhost:8000/v1:my-model)",
+            _llm_spec,
+            _build_llm,
+        ),
+    )
+}
+"""Every kind of agent a spec can name, in the order `ALLOWED` lists them."""
+SPEC_WORDS = ("policy", "shipped")
+"""Kinds no spec's first word names: a path or a shipped name, read by `parse_spec`."""
+ALLOWED = ", ".join(k.allowed for k in KINDS.values())
+"""What a spec may be, in the words every error about one uses."""
+
+
+def parse_spec(spec: str) -> AgentSpec:
+    """Read a spec strictly (see the module docstring); raises `AgentSpecError`."""
+    if not isinstance(spec, str):
+        raise AgentSpecError(
+            f"an agent spec must be a string, got {shown(spec, 100)}; use {ALLOWED}"
+        )
+    name, colon, rest = spec.partition(":")
+    kind = KINDS.get(name)
+    parsed = (
+        None if kind is None or name in SPEC_WORDS else kind.parse(spec, rest if colon else None)
+    )
+    if parsed is not None:
+        return parsed
+    path = Path(spec)
+    shipped = {} if colon else shipped_policies()
+    if spec in shipped and not is_policy_file(path):  # a folder or other file does not hide it
+        return AgentSpec("shipped", path=str(shipped[spec]))
+    if path.suffix == ".pt" or _exists(path):
+        if not _is_file(spec):
+            raise AgentSpecError(
+                f"no checkpoint at {shown(spec, 100)}: give the path of an exported policy "
+                "file (.pt)"
+            )
+        return AgentSpec("policy", path=spec)
+    raise AgentSpecError(f"unknown agent {shown(spec, 100)}: use {ALLOWED}")
+
+
+def _exists(path: Path) -> bool:
+    """`Path.exists`, False for a name no file can have (too long, a NUL byte) instead of an
+    `OSError` or `ValueError`."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_file(name: str) -> bool:
+    """`Path.is_file`, False for a name no file can have (as `_exists`)."""
+    try:
+        return Path(name).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _budget(spec: str, kind: str, text: str, how: str) -> tuple[int, bool]:
@@ -169,17 +301,6 @@ def _budget(spec: str, kind: str, text: str, how: str) -> tuple[int, bool]:
     except AgentSpecError as e:
         raise AgentSpecError(f"bad {kind} budget in {shown(spec, 100)}: {e}; give {how}") from None
     return n, digits != text
-
-
-def _llm_spec(spec: str) -> AgentSpec:
-    """``llm:URL[:MODEL]``: the form is checked here; the endpoint is reached when built."""
-    from rummy500_env.agents.llm import parse_llm_spec
-
-    try:
-        parse_llm_spec(spec)
-    except ValueError as e:
-        raise AgentSpecError(str(e)) from None
-    return AgentSpec("llm", path=spec)
 
 
 def check_spec(spec: str) -> str:
@@ -214,33 +335,7 @@ def make_agent(spec: str, rules: Rules, seed: int) -> Agent:
     other rules.
     """
     s = parse_spec(resolve_spec(spec, rules))
-    if s.kind == "random":
-        return RandomAgent(seed)
-    if s.kind == "greedy":
-        return GreedyAgent(rules)
-    if s.kind == "expert":
-        return ExpertAgent(rules)
-    if s.kind == "search":
-        from rummy500_env.agents.search import SearchAgent
-
-        ms = None if s.ms is None else float(s.ms)
-        return SearchAgent(rules, ms=ms, rollouts=s.rollouts, seed=seed)
-    if s.kind == "psearch":
-        from rummy500_env.agents.psearch import PolicySearchAgent  # torch: only when named
-
-        ms = None if s.ms is None else float(s.ms)
-        return PolicySearchAgent(rules, s.path, ms=ms, simulations=s.simulations, seed=seed)
-    if s.kind == "llm":
-        from rummy500_env.agents.llm import make_llm_agent
-
-        return make_llm_agent(s.path or spec, rules, seed)
-    if s.kind == "ismcts":
-        from rummy500_env.agents.ismcts import ISMCTSAgent  # pyspiel: only when named
-
-        return ISMCTSAgent(rules, simulations=s.simulations or ISMCTS_SIMULATIONS, seed=seed)
-    from rummy500_env.agents.policy import PolicyAgent  # torch: only when a policy is named
-
-    return PolicyAgent.load(s.path or spec, rules=rules, deterministic=True)
+    return KINDS[s.kind].build(s, rules, seed)
 
 
 def check_agents(specs: list[str], rules: Rules) -> None:
