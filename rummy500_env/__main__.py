@@ -3,8 +3,7 @@
     python -m rummy500_env --seed 7 --players expert greedy --rules standard
     python -m rummy500_env --players search:20ms expert random --verbose
 
-A player is any agent spec (`rummy500_env.agents.registry`): random, greedy, expert,
-search[:BUDGET] or the path of an exported policy.
+A player is any agent spec (`rummy500_env.agents.registry`; ``--help`` lists them all).
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 import argparse
 from functools import partial
 
-from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
+from rummy500_env.agents.registry import AgentSpecError, agent_help, check_spec, make_agent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import PRESETS, Rules
@@ -33,6 +32,7 @@ def main(argv: list[str] | None = None) -> None:
         prog="python -m rummy500_env",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=agent_help(),
     )
     ap.add_argument("--seed", type=int_option("seed"), default=7)
     ap.add_argument(
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
         default=["expert", "greedy"],
         type=_spec,
         metavar="AGENT",
-        help=f"one agent per seat (their number sets the players): {ALLOWED}",
+        help="one agent per seat (their number sets the players); AGENT below",
     )
     ap.add_argument("--verbose", action="store_true", help="print every action")
     args = ap.parse_args(argv)

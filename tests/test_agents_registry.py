@@ -124,3 +124,18 @@ def test_every_kind_is_listed_in_the_allowed_text():
 
     for kind in KINDS.values():
         assert kind.allowed in ALLOWED
+
+
+@pytest.mark.parametrize("command", ["training.evaluate", "rummy500_env"])
+def test_help_lists_every_kind_of_agent_and_the_shipped_policies(command, capsys):
+    from rummy500_env.__main__ import main as watch
+    from rummy500_env.agents.registry import KINDS
+    from rummy500_env.agents.shipped import shipped_policies
+    from rummy500_env.training.evaluate import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--help"]) if command == "training.evaluate" else watch(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for kind in KINDS.values():
+        assert " ".join(kind.allowed.split()) in text, kind.name
+    assert all(name in text for name in shipped_policies()) and "model" in text

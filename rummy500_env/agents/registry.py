@@ -29,6 +29,7 @@ a typo is one clear error instead of a crash in a worker process, and builds it 
 from __future__ import annotations
 
 import importlib.util
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -301,6 +302,17 @@ def _budget(spec: str, kind: str, text: str, how: str) -> tuple[int, bool]:
     except AgentSpecError as e:
         raise AgentSpecError(f"bad {kind} budget in {shown(spec, 100)}: {e}; give {how}") from None
     return n, digits != text
+
+
+def agent_help() -> str:
+    """What AGENT may be, for a command's ``--help``: each kind on its own line, and the
+    shipped policies by name."""
+    kinds = [
+        textwrap.fill(k.allowed, 78, initial_indent="  ", subsequent_indent="    ")
+        for k in KINDS.values()
+    ]
+    shipped = ", ".join(shipped_policies()) or "none found"
+    return "AGENT is one of:\n" + "\n".join(kinds) + f"\nShipped policies: {shipped}."
 
 
 def check_spec(spec: str) -> str:

@@ -1,8 +1,7 @@
 """``python -m training.evaluate AGENT AGENT ...``: duplicate-deal tournaments that rank agents.
 
-AGENT is ``random``, ``greedy``, ``expert``, ``search[:BUDGET]`` (``search:50ms`` or
-``search:200`` rollouts) or the path of an exported policy (loaded by `PolicyAgent`); see
-`rummy500_env.agents.registry`.
+AGENT is any agent spec (`rummy500_env.agents.registry`: the bots, the searches, ``model``, a
+shipped policy's name, a policy file, an ``llm:`` endpoint); ``--help`` lists them all.
 
 Every pair of agents plays the same deals from every seat (two players: each deal twice, seats
 swapped; more players: the pair fills the table alternately and the seats rotate, and with an
@@ -27,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from rummy500_env.agents.registry import check_agents, check_spec, resolve_spec
+from rummy500_env.agents.registry import agent_help, check_agents, check_spec, resolve_spec
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import PRESETS
@@ -44,6 +43,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
         prog="python -m training.evaluate",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=agent_help(),
     )
     ap.add_argument("agents", nargs="+", metavar="AGENT")
     ap.add_argument(
