@@ -2,7 +2,8 @@
 
 1. The repository's top-level ``models/`` folder (the shipped policies and their cards) goes
    into the package as ``rummy500_env/models/``, so an installed wheel carries them and
-   ``PolicyAgent.load("standard")`` finds them.
+   ``PolicyAgent.load("standard")`` finds them; the top-level ``configs/`` (the training
+   configs) goes in as ``rummy500_env/configs/``, so ``--config ppo`` works from a wheel.
 2. The compiled core (README "Speed"): the engine and the RL hot path are compiled with mypyc
    from the same source files, the way black and mypy ship. The ``.py`` files stay in the
    package, so the same install runs pure Python when asked (``RUMMY500_PURE=1`` at run time;
@@ -149,7 +150,8 @@ setup(
     packages=[
         *find_namespace_packages(include=["rummy500_env", "rummy500_env.*"]),
         "rummy500_env.models",
+        "rummy500_env.configs",
     ],
-    package_dir={"rummy500_env.models": "models"},
+    package_dir={"rummy500_env.models": "models", "rummy500_env.configs": "configs"},
     **options,
 )

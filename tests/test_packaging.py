@@ -115,7 +115,7 @@ def test_wheel_adds_no_generic_top_level_name(wheel_names):
 
 def test_wheel_carries_configs_type_marker_and_the_shipped_policy(wheel_names):
     for name in ("ppo.yaml", "ppo_long.yaml"):
-        assert f"rummy500_env/training/configs/{name}" in wheel_names
+        assert f"rummy500_env/configs/{name}" in wheel_names
     assert "rummy500_env/py.typed" in wheel_names
     shipped = sorted(p.name for p in (ROOT / "models").glob("*.pt"))
     assert shipped and all(f"rummy500_env/models/{n}" in wheel_names for n in shipped)

@@ -50,10 +50,19 @@ from rummy500_env.training.tournament import Config, run
 
 SEEDS = 2**32
 """Seeds are ints below this: the trainers seed numpy's global generator, which takes no more."""
-CONFIGS = Path(__file__).resolve().parent / "configs"
-"""The packaged configs (YAML files of ``Args`` fields), installed with the package."""
 BOTS = ("random", "greedy", "expert")
 """The default opponents and evaluation bots; any agent spec is allowed (see `check_spec`)."""
+
+
+def configs_folder() -> Path:
+    """Where the packaged configs (YAML files of ``Args`` fields) are: in a checkout (or an
+    editable install) the repository's top-level ``configs/``, the one copy; in an installed
+    wheel ``rummy500_env/configs/``, where setup.py puts that folder."""
+    package = Path(__file__).resolve().parents[1]
+    checkout = package.parent / "configs"
+    if (package.parent / "pyproject.toml").is_file() and checkout.is_dir():
+        return checkout
+    return package / "configs"
 
 
 class ConfigError(Rummy500Error):
@@ -237,12 +246,12 @@ def kind_of(path: Path, what: str) -> str | None:
 
 def config_path(name_or_path: str | Path) -> Path:
     """A packaged config by name (``ppo``, ``ppo_long``, ``rllib``), or a YAML file by path."""
-    packaged = CONFIGS / f"{name_or_path}.yaml"
+    packaged = configs_folder() / f"{name_or_path}.yaml"
     if kind_of(packaged, "--config") == "file":
         return packaged
     path = Path(name_or_path)
     if kind_of(path, "--config") != "file":
-        names = sorted(p.stem for p in CONFIGS.glob("*.yaml"))
+        names = sorted(p.stem for p in configs_folder().glob("*.yaml"))
         raise ConfigError(
             f"no config file {str(name_or_path)!r}: give a packaged config ({', '.join(names)}) "
             "or the path of a YAML file"
