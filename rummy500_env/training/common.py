@@ -490,6 +490,22 @@ def _pop_option(argv: list[str], name: str) -> str | None:
     return None
 
 
+def trainer_main(
+    parse: Callable[[list[str]], tuple[A, bool]],
+    train: Callable[[A, bool], object],
+    argv: list[str] | None,
+) -> int:
+    """A trainer's command (``python -m training.<name>``): read the arguments (`argv`, or the
+    process's), train or resume; a `Rummy500Error` is one ``error:`` line and exit 2."""
+    try:
+        args, resume = parse(sys.argv[1:] if argv is None else argv)
+        train(args, resume)
+    except Rummy500Error as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 # --- the interval scheduler
 
 

@@ -86,6 +86,7 @@ from rummy500_env.training.common import (
     network_spec,
     require,
     require_positive_ints,
+    trainer_main,
     write_json,
 )
 
@@ -750,13 +751,7 @@ def train(args: Args, resume: bool = False) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args, resume = parse_args(sys.argv[1:] if argv is None else argv)
-        train(args, resume)
-    except Rummy500Error as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return trainer_main(parse_args, train, argv)
 
 
 if __name__ == "__main__":
