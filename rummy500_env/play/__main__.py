@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import re
 import secrets
 import socket
 import sys
@@ -31,7 +32,7 @@ from typing import Any
 
 from rummy500_env.agents.registry import ALLOWED, parse_spec, resolve_spec
 from rummy500_env.engine.errors import RulesError, Rummy500Error
-from rummy500_env.engine.numbers import int_option
+from rummy500_env.engine.numbers import int_option, shown
 from rummy500_env.engine.rules import PRESETS, Rules
 
 PLAYERS = (2, 3, 4)
@@ -104,18 +105,43 @@ def _open_when_ready(server: Any, url: str) -> None:
         time.sleep(0.05)
 
 
+HOST_LABEL = r"[A-Za-z0-9][A-Za-z0-9-]{0,62}"
+HOST_NAME = re.compile(rf"{HOST_LABEL}(?:\.{HOST_LABEL})*\.?")
+"""A host name ``--host`` takes: ASCII labels of letters, digits and hyphens, dot separated."""
+
+
+def host_problem(host: str) -> str | None:
+    """What is wrong with `host` as ``--host``, or None: an IP address (IPv4, or IPv6 bare or
+    in brackets) or an ASCII host name of at most 253 characters. Checked before anything is
+    written or served: the socket layer fails on other text in ways that are not this
+    package's errors (``TypeError: encoding of hostname failed`` for ``\xad``), and a control
+    character would break the one error line."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return None
+    except ValueError:
+        pass
+    if len(host) <= 253 and HOST_NAME.fullmatch(host):
+        return None
+    return (
+        f"--host {shown(host)} is not an address to serve on: use an IP address "
+        "(127.0.0.1, 0.0.0.0, ::1) or a host name of ASCII letters, digits, '-' and '.'"
+    )
+
+
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
+        sock.bind((host.strip("[]"), port))
         sock.listen(128)  # connections wait from now on, so the printed address works at once
-    except OSError as e:
+    except (OSError, TypeError, UnicodeError) as e:  # TypeError: a name the system cannot encode
         sock.close()
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise Rummy500Error(
-            f"cannot listen on {host}:{port} ({e.strerror}): choose another --port, or leave "
-            "it out for a free one"
+            f"cannot listen on {host!r} port {port} ({why}): choose another --host or --port, "
+            "or leave --port out for a free one"
         ) from None
     return sock
 
@@ -237,17 +263,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.pace < 0:
         print("error: --pace must be 0 or more milliseconds", file=sys.stderr)
         return 2
+    problem = host_problem(args.host)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    sock: socket.socket | None = None
     try:
         from rummy500_env.play.guard import is_loopback  # the play extra (starlette)
 
         token = None if is_loopback(args.host) else secrets.token_urlsafe(24)
+        sock = _bind(args.host, args.port)  # before the data folder is made or written
         app, banner = (_replay_app if args.replay else _play_app)(args, token)
-        sock = _bind(args.host, args.port)
     except ModuleNotFoundError as e:
+        if sock is not None:
+            sock.close()
         need = "PyTorch (pip install torch)" if e.name == "torch" else EXTRA_HINT
         print(f"error: {e.name} is not installed: {need}", file=sys.stderr)
         return 2
     except Rummy500Error as e:
+        if sock is not None:
+            sock.close()
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:

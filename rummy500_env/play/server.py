@@ -26,7 +26,6 @@ game in memory back as saved). Which requests are answered at all is `guard.Guar
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import secrets
 import sys
@@ -45,8 +44,10 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.notation import Action
+from rummy500_env.engine.numbers import read_json
 from rummy500_env.engine.records import Record, RecordError
 from rummy500_env.play.guard import BodyTooLarge, Guard, read_body
 from rummy500_env.play.store import StaleGameError, Store, StoreError
@@ -406,15 +407,13 @@ async def _body(request: Request, fields: dict[str, type], hint: str) -> dict[st
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise PlayError(400, "the request body is not JSON: it is not UTF-8 text") from None
-    except ValueError as e:  # the parser's message names a place, never the text
-        raise PlayError(400, f"the request body is not JSON: {e}") from None
-    except RecursionError:
-        raise PlayError(
-            400, "the request body is not JSON this server reads: nested too deeply"
-        ) from None
+    try:  # the parser's messages name a place, never the text
+        data = read_json(text, "the request body is not JSON this server reads", Rummy500Error)
+    except Rummy500Error as e:  # not JSON, nested too deeply, a number too long to read
+        raise PlayError(400, str(e)) from None
     if not isinstance(data, dict):
         raise PlayError(400, f"the request body must be a JSON object, not {type(data).__name__}")
     unknown = sorted(set(data) - set(fields))

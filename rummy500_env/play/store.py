@@ -25,6 +25,7 @@ from contextlib import closing
 from pathlib import Path
 
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.numbers import read_json
 from rummy500_env.engine.records import Record, RecordError
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS games (
@@ -70,7 +71,13 @@ class Store:
         self.damaged: str | None = None
         """Set when the database was found damaged at start: what was wrong and where the
         damaged file now is (the server prints it)."""
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a file there or above it, no permission, a name too long
+            raise StoreError(
+                f"cannot use {str(directory)!r} as the data folder "
+                f"({e.strerror or type(e).__name__}): choose another --data-dir"
+            ) from None
         problem = self._check()
         if problem is not None:
             self.damaged = self._set_aside(problem)
@@ -164,10 +171,7 @@ class Store:
             raise StoreError(f"cannot read {self.path}: {e}") from None
         if row is None:
             return None
-        try:
-            data = json.loads(row[0])
-        except (ValueError, RecursionError) as e:
-            raise RecordError(f"the saved row is not a JSON record ({type(e).__name__})") from None
+        data = read_json(row[0], f"the saved game {game_id!r}", RecordError)
         return Record.from_dict(data), int(row[1])
 
     def load(self, game_id: str) -> Record | None:
