@@ -30,7 +30,7 @@ from rummy500_env.agents.registry import agent_help, check_agents, check_spec, r
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import PRESETS
-from rummy500_env.training.reports import print_table, write_outputs
+from rummy500_env.training.reports import folder_problem, print_table, write_outputs
 from rummy500_env.training.tournament import Config, EvaluateError, run
 
 # This module is the command (its --help is the docstring above); the games and their summary
@@ -99,6 +99,10 @@ def parse_args(argv: list[str] | None = None) -> Config:
         raise EvaluateError(f"--workers {a.workers}: use 1 or more")
     if a.address is not None and not a.ray:
         raise EvaluateError(f"--address {a.address!r} needs --ray")
+    for flag, folder in (("--out", a.out), ("--record", a.record)):
+        problem = None if folder is None else folder_problem(Path(folder), flag)
+        if problem is not None:  # now, not after the games
+            raise EvaluateError(problem)
     if a.ray and importlib.util.find_spec("ray") is None:  # now, not a traceback mid-run
         raise EvaluateError(
             '--ray needs Ray: pip install "ray[default]" (or the rllib extra: '

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from rummy500_env.engine.numbers import shown
 
 PAIR_COLUMNS = (
     "a",
@@ -76,6 +80,29 @@ def print_table(summary: dict[str, Any]) -> None:
     print("\nElo (maximum likelihood, mean 0):")
     for e in sorted(summary["elo"], key=lambda e: -e["elo"]):
         print(f"  {e['agent']:>16} {e['elo']:>8.0f} ± {e['ci95']:.0f}")
+
+
+def folder_problem(folder: Path, flag: str) -> str | None:
+    """What stops this process from writing in `folder` (given as `flag`), or None: it, or
+    its nearest existing parent, must be a folder this process can write in. Checked before
+    any game, so that a tournament's results are not lost at the end to an --out that is a
+    file (or lies under one), or that cannot be written."""
+    given = repr(str(folder))
+    for place in (folder, *folder.parents):
+        try:
+            mode = place.stat().st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as e:  # a name too long, a folder that cannot be looked in
+            return f"{flag} {shown(str(folder))}: {e.strerror or type(e).__name__}"
+        if not stat.S_ISDIR(mode):
+            if place == folder:
+                return f"{flag} {given} is a file, not a folder: choose another {flag}"
+            return f"{flag} {given} lies under {str(place)!r}, which is a file, not a folder"
+        if not os.access(place, os.W_OK | os.X_OK):
+            return f"{flag} {given}: cannot write in {str(place)!r}"
+        return None
+    return None
 
 
 def write_outputs(summary: dict[str, Any], out: Path) -> None:
