@@ -23,6 +23,7 @@ import abc
 import copy
 import csv
 import dataclasses
+import itertools
 import json
 import math
 import os
@@ -43,7 +44,9 @@ import rummy500_env
 from rummy500_env.agents.networks import ACTIVATIONS
 from rummy500_env.agents.policy_file import current_encoding, save_policy
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
+from rummy500_env.engine import numbers
 from rummy500_env.engine.errors import RulesError, Rummy500Error
+from rummy500_env.engine.numbers import read_int
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rl.observation import FEATURE_VERSIONS
 from rummy500_env.training.tournament import Config, run
@@ -359,6 +362,7 @@ def command_line(cls: type[A], argv: list[str], description: str | None) -> tupl
         base = args_of(cls, load_yaml(config or cls.TRAINER))
     prog = f"python -m training.{cls.TRAINER}"
     saved = copy.deepcopy(base)
+    check_int_flags(cls, argv)
     args = tyro.cli(cls, default=base, args=argv, prog=prog, description=description)
     if resume is not None:
         args.run_dir = resume
@@ -366,6 +370,41 @@ def command_line(cls: type[A], argv: list[str], description: str | None) -> tupl
     if resume is not None:
         check_resume(saved, args, Path(resume))
     return args, resume is not None
+
+
+def int_fields(cls: type[TrainArgs]) -> dict[str, bool]:
+    """The fields of `cls` that hold ints (``int``, ``int | None``, ``tuple[int, ...]``), each
+    with whether it takes several values on the command line."""
+    found: dict[str, bool] = {}
+    for name, hint in typing.get_type_hints(cls).items():
+        arms = typing.get_args(hint)
+        if hint is int or (
+            typing.get_origin(hint) in (typing.Union, types.UnionType) and int in arms
+        ):
+            found[name] = False
+        elif typing.get_origin(hint) is tuple and arms[:1] == (int,):
+            found[name] = True
+    return found
+
+
+def check_int_flags(cls: type[TrainArgs], argv: list[str]) -> None:
+    """Raise `ConfigError` naming the flag for an int flag's value that is not ASCII digits
+    (`numbers.read_int`): tyro reads ints with Python's ``int``, which takes any script's
+    digits (``--total-timesteps ٣٠٠`` would train for 300 steps)."""
+    ints = int_fields(cls)
+    for i, arg in enumerate(argv):
+        flag, given, value = arg.partition("=")
+        name = flag[2:].replace("-", "_")
+        if not flag.startswith("--") or name not in ints:
+            continue
+        if given:
+            texts = [value]
+        else:
+            following = list(itertools.takewhile(lambda a: not a.startswith("--"), argv[i + 1 :]))
+            texts = following if ints[name] else following[:1]
+        for text in texts:
+            if text != "None":  # tyro's word for an optional field's None
+                read_int(text, flag, error=ConfigError)
 
 
 NETWORK_FLAGS = "--network, --channels, --blocks, --hidden, --net-arch or --activation"
@@ -465,9 +504,11 @@ def read_json(path: Path) -> dict[str, Any]:
     the file and what to do when it is cut short, not JSON or not an object (a disk that
     filled up, a copy that stopped half way)."""
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
+        data = numbers.read_json(path.read_bytes().decode("utf-8"), "its text", ConfigError)
+    except (OSError, UnicodeDecodeError) as e:
         reason = f"{type(e).__name__}: {e}"
+    except ConfigError as e:  # not JSON, nested too deeply, a number too long to read
+        reason = str(e)
     else:
         if isinstance(data, dict):
             return data

@@ -55,7 +55,6 @@ when it is used.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import sys
@@ -73,6 +72,7 @@ from rummy500_env.agents.networks import KINDS, CardPolicy
 from rummy500_env.agents.policy_file import current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.numbers import read_json
 from rummy500_env.engine.rules import Rules
 from rummy500_env.training import common
 from rummy500_env.training.common import (
@@ -652,6 +652,26 @@ def check_network(state: dict[str, Any], args: Args, where: Path) -> None:
         )
 
 
+class DamagedCheckpointError(Rummy500Error):
+    """A checkpoint's counters file cannot be read: `Checkpoints.load` skips that checkpoint
+    (saying why) for the one before, as for any other damage to a checkpoint."""
+
+
+def counters(path: Path) -> dict[str, Any]:
+    """A checkpoint's counters (its `COUNTERS` file) as a dict; a `DamagedCheckpointError`
+    naming the file when it is not UTF-8, not JSON (cut short, nested too deeply, a number
+    too long to read) or not an object."""
+    what = repr(str(path))
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise DamagedCheckpointError(f"{what}: not UTF-8 text") from None
+    data = read_json(text, what, DamagedCheckpointError)
+    if not isinstance(data, dict):
+        raise DamagedCheckpointError(f"{what}: a {type(data).__name__}, not a JSON object")
+    return data
+
+
 def restore(algo: Any, path: Path, args: Args | None = None) -> dict[str, Any]:
     """Restore the algorithm from checkpoint `path` and return the run's counters there; a
     checkpoint of another network than `args` asks for is refused (`check_network`). A
@@ -659,9 +679,12 @@ def restore(algo: Any, path: Path, args: Args | None = None) -> dict[str, Any]:
     ``state.json`` names it (its last one)."""
     own = path / COUNTERS
     if own.is_file():
-        state: dict[str, Any] = json.loads(own.read_text())
+        state = counters(own)
     else:
-        state = json.loads((path.parent.parent / "state.json").read_text())
+        saved = path.parent.parent / "state.json"
+        if not saved.is_file():
+            raise FileNotFoundError(f"no {COUNTERS} in it, and no state.json beside it")
+        state = common.read_json(saved)  # damaged: a ConfigError naming it, not a skip
         if state.get("checkpoint") != path.name:
             raise FileNotFoundError(f"no {COUNTERS} in it, and state.json names another")
     if args is not None:
