@@ -23,6 +23,7 @@ from rummy500_env.engine.cards import (
 )
 from rummy500_env.engine.errors import InvalidPositionError, RulesError
 from rummy500_env.engine.melds import Meld, meld_from_cards, natural_start, place_str
+from rummy500_env.engine.numbers import shown
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.scoring import HandResult, hand_result
 
@@ -45,6 +46,8 @@ OPTIONAL_KEYS: dict[str, Any] = {
 }  # fmt: skip
 """Keys that may be left out, with their defaults. `to_dict` writes ``discarder`` only when
 the rules have calls, so positions of the other rules keep their keys."""
+TOTALS_SHOWN: int = 400
+"""Characters of a wrong ``totals`` value a problem quotes (a list: longer than one value)."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,7 @@ def problems(p: Position, earlier: int = 0, loose: tuple[Card, ...] = ()) -> lis
         return [f"hands and known must have one entry per player (players={n})"]
     for name, value, high in (("dealer", p.dealer, n - 1), ("turn", p.turn, n - 1)):
         if type(value) is not int or not 0 <= value <= high:
-            found.append(f"{name} must be an int 0..{high}, got {value!r}")
+            found.append(f"{name} must be an int 0..{high}, got {shown(value)}")
     if p.phase not in PHASES:
         found.append(f"phase must be one of {PHASES}, got {p.phase!r}")
     for q in range(n):
@@ -135,8 +138,8 @@ def _hand_count_problems(p: Position) -> list[str]:
         return []  # no limit; or a count that reading the dict reports
     if p.hands_played > limit:
         return [
-            f"hands_played={p.hands_played} is beyond hand_limit={limit}: the game stops when "
-            "it reaches the limit (docs/rules.md §4)"
+            f"hands_played={shown(p.hands_played)} is beyond hand_limit={limit}: the game stops "
+            "when it reaches the limit (docs/rules.md §4)"
         ]
     if p.phase in _LIVE_PHASES and p.hands_played == limit:
         return [
@@ -181,7 +184,9 @@ def _turn_problems(p: Position) -> list[str]:
         if p.phase in _DRAW_PHASES and not p.stock and r.stock_out == "ends_hand":
             out.append("the stock is empty under stock_out='ends_hand': the hand is over")
         if r.turn_limit is not None and p.turns >= r.turn_limit:
-            out.append(f"turns={p.turns} has reached turn_limit={r.turn_limit}: the hand is over")
+            out.append(
+                f"turns={shown(p.turns)} has reached turn_limit={r.turn_limit}: the hand is over"
+            )
     elif len(empty) > 1:
         out.append(f"only one player can go out, but players {empty} hold no cards")
     return out + _take_problems(p)
@@ -222,11 +227,11 @@ def _call_problems(p: Position) -> list[str]:
         if d is None:
             return [f"phase {p.phase!r} needs discarder: the player whose discard opened it"]
         if type(d) is not int or not 0 <= d < r.players:
-            return [f"discarder must be a player 0..{r.players - 1}, got {d!r}"]
+            return [f"discarder must be a player 0..{r.players - 1}, got {shown(d)}"]
         if d == p.turn:
             return [f"player {d} discarded, so may not call on that discard (docs/rules.md §5)"]
     elif d is not None:
-        return [f"discarder must be null outside the 'call' and 'called' phases, got {d!r}"]
+        return [f"discarder must be null outside the 'call' and 'called' phases, got {shown(d)}"]
     return []
 
 
@@ -350,7 +355,7 @@ class _Reader:
     def discarder(self, n: int) -> int | None:
         v = self.d.get("discarder")
         if v is not None and (type(v) is not int or not 0 <= v < n):
-            self.bad(f"discarder must be null or a player 0..{n - 1}, got {v!r}")
+            self.bad(f"discarder must be null or a player 0..{n - 1}, got {shown(v)}")
             return None
         return v
 
@@ -412,7 +417,7 @@ class _Reader:
         v = self.d.get(key, OPTIONAL_KEYS.get(key))
         if type(v) is not int or (low is not None and v < low) or (high is not None and v > high):
             rng = "" if low is None else f" {low}..{high}" if high is not None else f" >= {low}"
-            self.bad(f"{key} must be an int{rng}, got {v!r}")
+            self.bad(f"{key} must be an int{rng}, got {shown(v)}")
             return low or 0
         return v
 
@@ -429,7 +434,7 @@ class _Reader:
 
     def totals(self, value: Any, n: int) -> tuple[int, ...] | None:
         if not isinstance(value, list) or len(value) != n or any(type(t) is not int for t in value):
-            self.bad(f"totals must be a list of {n} ints, got {value!r}")
+            self.bad(f"totals must be a list of {n} ints, got {shown(value, TOTALS_SHOWN)}")
             return None
         return tuple(value)
 
