@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.records import Record
 from rummy500_env.play.store import Store
 
@@ -268,8 +269,8 @@ def run(games: int = 20, clients: int = 20, rules: str = "standard") -> Report:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--games", type=int, default=20)
-    ap.add_argument("--clients", type=int, default=20)
+    ap.add_argument("--games", type=int_option("games"), default=20)
+    ap.add_argument("--clients", type=int_option("clients"), default=20)
     ap.add_argument("--rules", default="standard")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)

@@ -18,13 +18,14 @@ import torch
 from rummy500_env.agents.expert import ExpertAgent
 from rummy500_env.agents.psearch import LEAVES, PolicySearchAgent
 from rummy500_env.engine.game import Game
+from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import Rules
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--simulations", type=int, default=64)
-    ap.add_argument("--decisions", type=int, default=40)
+    ap.add_argument("--simulations", type=int_option("simulations"), default=64)
+    ap.add_argument("--decisions", type=int_option("decisions"), default=40)
     ap.add_argument("--leaves", nargs="+", choices=LEAVES, default=list(LEAVES))
     args = ap.parse_args(argv)
     torch.set_num_threads(1)

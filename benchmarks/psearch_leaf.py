@@ -23,6 +23,7 @@ import torch
 
 from rummy500_env.agents.psearch import LEAVES, PolicySearchAgent
 from rummy500_env.agents.registry import make_agent
+from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import Rules
 from rummy500_env.training.arena import play
 from rummy500_env.training.stats import mean_ci
@@ -32,13 +33,15 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ms", type=float, default=50.0, help="milliseconds a decision")
     ap.add_argument("--leaf", choices=LEAVES, default="playout")
-    ap.add_argument("--candidates", type=int, default=8)
+    ap.add_argument("--candidates", type=int_option("candidates"), default=8)
     ap.add_argument("--c-scale", type=float, default=1.0)
     ap.add_argument("--no-gumbel", action="store_true")
     ap.add_argument("--opponent", default="model", help="an agent spec")
-    ap.add_argument("--deals", type=int, default=40, help="deals, each played from both seats")
+    ap.add_argument(
+        "--deals", type=int_option("deals"), default=40, help="deals, each played from both seats"
+    )
     ap.add_argument("--seconds", type=float, default=90.0, help="stop after this long")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int_option("seed"), default=0)
     ap.add_argument(
         "--wall-clock",
         action="store_true",

@@ -27,6 +27,7 @@ import os
 import time
 from typing import Any
 
+from rummy500_env.engine.numbers import int_option
 from rummy500_env.training.ppo import load_yaml
 from rummy500_env.training.rllib import args_from_dict, build_config, sampled, start_ray
 
@@ -85,9 +86,11 @@ def measure(runners: int, steps: int, repeats: int, opponents: dict[str, float] 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runners", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--steps", type=int, default=4000, help="env steps per runner per sample")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--runners", type=int_option("runners"), nargs="+", default=[1, 2])
+    ap.add_argument(
+        "--steps", type=int_option("steps"), default=4000, help="env steps per runner per sample"
+    )
+    ap.add_argument("--repeats", type=int_option("repeats"), default=3)
     ap.add_argument("--opponents", nargs="*", metavar="SPEC=WEIGHT", default=None)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()

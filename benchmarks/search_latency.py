@@ -19,12 +19,13 @@ import numpy as np
 
 import rummy500_env
 from rummy500_env.agents import ExpertAgent, SearchAgent
+from rummy500_env.engine.numbers import int_option
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--ms", type=float, default=50.0)
-    ap.add_argument("--hands", type=int, default=10)
+    ap.add_argument("--hands", type=int_option("hands"), default=10)
     ap.add_argument("--same-positions", action="store_true")
     a = ap.parse_args()
     search, expert = SearchAgent(ms=a.ms, seed=0), ExpertAgent()

@@ -19,6 +19,7 @@ import numpy as np
 
 from rummy500_env.agents import GreedyAgent
 from rummy500_env.agents.policy import PolicyAgent
+from rummy500_env.engine.numbers import int_option
 from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
 from rummy500_env.training.selfplay import SelfPlayGames
 
@@ -51,7 +52,7 @@ def batched(opponent: object, learner: PolicyAgent, seconds: float, n_games: int
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seconds", type=float, default=20.0)
-    ap.add_argument("--games", type=int, default=32)
+    ap.add_argument("--games", type=int_option("games"), default=32)
     args = ap.parse_args()
     import torch
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from rummy500_env.agents.registry import make_agent
+from rummy500_env.engine.numbers import int_option
 from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
 
 
@@ -49,7 +50,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bot", default="expert", help="an agent spec with decide (a bot)")
     ap.add_argument("--seconds", type=float, default=5.0)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int_option("rounds"), default=5)
     args = ap.parse_args()
     ratios = []
     for r in range(args.rounds):

@@ -18,6 +18,7 @@ import tempfile
 import time
 from typing import Any
 
+from rummy500_env.engine.numbers import int_option
 from rummy500_env.training.ppo import Trainer, args_from_dict, load_yaml
 
 
@@ -53,7 +54,7 @@ def _field(item: str) -> tuple[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--steps", type=int, default=32768)
+    ap.add_argument("--steps", type=int_option("steps"), default=32768)
     ap.add_argument("--config", nargs="+", default=["ppo", "ppo_long"])
     ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="JSON values")
     ap.add_argument("--json", action="store_true")

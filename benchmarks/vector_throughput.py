@@ -29,6 +29,7 @@ from gymnasium.vector import AutoresetMode
 import rummy500_env  # noqa: F401 - registers "Rummy500-v0"
 from rummy500_env import Rules
 from rummy500_env.agents import GreedyAgent
+from rummy500_env.engine.numbers import int_option
 
 MODEL = Path(__file__).resolve().parents[1] / "models" / "rummy500-ppo-standard.pt"
 
@@ -88,10 +89,10 @@ def decisions_per_second(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--envs", type=int, default=4)
+    ap.add_argument("--envs", type=int_option("envs"), default=4)
     ap.add_argument("--opponent", choices=["random", "greedy", "policy"], default="random")
     ap.add_argument("--seconds", type=float, default=10.0, help="per mode, all rounds")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int_option("rounds"), default=5)
     ap.add_argument("--modes", nargs="+", default=["vector_entry_point", "sync", "async"])
     ap.add_argument("--context", default="spawn", help="async: multiprocessing start method")
     args = ap.parse_args()

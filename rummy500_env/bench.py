@@ -36,6 +36,7 @@ from typing import Any
 from rummy500_env import _build
 from rummy500_env.engine.errors import RulesError
 from rummy500_env.engine.game import Game
+from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import PRESETS, Rules
 
 _DEFAULT_ANCHORS_SCRIPT = Path(__file__).resolve().parents[2] / "shared/benchmarks/anchors_bench.py"
@@ -164,23 +165,14 @@ def _rules_arg(text: str) -> Rules:
 def _seconds_arg(text: str) -> float:
     """``--seconds``: a finite number of seconds above 0 (argparse shows the error, exit 2)."""
     try:
+        if not text.isascii():  # float() takes any script's digits: "٣" would be 3 seconds
+            raise ValueError(text)
         seconds = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not 0 < seconds < math.inf:
         raise argparse.ArgumentTypeError(f"{text!r}: give a finite number of seconds above 0")
     return seconds
-
-
-def _games_arg(text: str) -> int:
-    """``--games``: a whole number of games, 0 or more."""
-    try:
-        games = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of games") from None
-    if games < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give 0 or more games")
-    return games
 
 
 def run_anchors(names: list[str], seconds: float) -> dict[str, Any]:
@@ -234,7 +226,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--engine", action="store_true", help="engine decisions/s and hands/s")
     ap.add_argument("--env", action="store_true", help="AEC steps/s of raw_env() and env()")
     ap.add_argument(
-        "--games", type=_games_arg, default=0, help="also play N random games per preset"
+        "--games",
+        type=int_option("games", 0),
+        default=0,
+        help="also play N random games per preset",
     )
     ap.add_argument(
         "--seconds", type=_seconds_arg, default=5.0, help="measured seconds per figure (> 0)"
