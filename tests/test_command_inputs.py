@@ -51,7 +51,9 @@ def test_a_host_that_is_no_address_is_one_error_line_before_the_data_folder(
     assert not data.exists() and not play_main.served  # nothing written, nothing served
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "[::1]", "0.0.0.0"])
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "localhost", "::1", "[::1]", "0.0.0.0", "fe80::1%lo", "my_box.lan"]
+)
 def test_addresses_and_host_names_are_hosts(play_main: Any, host: str) -> None:
     assert play_main.host_problem(host) is None
 

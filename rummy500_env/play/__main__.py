@@ -105,9 +105,10 @@ def _open_when_ready(server: Any, url: str) -> None:
         time.sleep(0.05)
 
 
-HOST_LABEL = r"[A-Za-z0-9][A-Za-z0-9-]{0,62}"
+HOST_LABEL = r"[A-Za-z0-9_][A-Za-z0-9_-]{0,62}"  # "_": container names (my_service)
 HOST_NAME = re.compile(rf"{HOST_LABEL}(?:\.{HOST_LABEL})*\.?")
-"""A host name ``--host`` takes: ASCII labels of letters, digits and hyphens, dot separated."""
+"""A host name ``--host`` takes: ASCII labels of letters, digits, ``-`` and ``_``, dot
+separated."""
 
 
 def host_problem(host: str) -> str | None:
@@ -125,7 +126,7 @@ def host_problem(host: str) -> str | None:
         return None
     return (
         f"--host {shown(host)} is not an address to serve on: use an IP address "
-        "(127.0.0.1, 0.0.0.0, ::1) or a host name of ASCII letters, digits, '-' and '.'"
+        "(127.0.0.1, 0.0.0.0, ::1) or a host name of ASCII letters, digits, '-', '_' and '.'"
     )
 
 
