@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
+import torch
 import torch.nn as nn
 
 import rummy500_env
@@ -622,6 +623,48 @@ class Checkpoints:
         raise ConfigError(
             f"--resume {str(self.run)!r}: every checkpoint is unreadable; start it again"
         )
+
+
+def save_checkpoint(
+    checkpoints: Checkpoints,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    state: dict[str, Any],
+    args: TrainArgs,
+) -> Path:
+    """A torch trainer's checkpoint (`Checkpoints.save`): the model's and the optimizer's
+    state, the run's counters `state`, the network it trains, and torch's random state."""
+    blob = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "state": state,
+        "network": args.network_spec(),
+        "torch_rng": torch.get_rng_state(),
+    }
+    return checkpoints.save(state, lambda tmp: torch.save(blob, tmp), suffix=".pt")
+
+
+def load_checkpoint(
+    run: Path, model: nn.Module, optimizer: torch.optim.Optimizer, args: TrainArgs
+) -> dict[str, Any]:
+    """Restore the newest readable checkpoint `save_checkpoint` wrote in `run`
+    (`Checkpoints.load`: a damaged newest one falls back to the one before) and return its
+    counters; a checkpoint of another network is refused."""
+
+    def read(path: Path) -> dict[str, Any]:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+        if blob.get("network") != args.network_spec():
+            raise ConfigError(
+                f"checkpoint {path} holds network {blob.get('network')} but the run's config "
+                f"asks for {args.network_spec()}: resume with the run's own config.json"
+            )
+        model.load_state_dict(blob["model"])
+        optimizer.load_state_dict(blob["optimizer"])
+        torch.set_rng_state(blob["torch_rng"])
+        state: dict[str, Any] = blob["state"]
+        return state
+
+    return Checkpoints(run, args.keep_checkpoints).load(read)
 
 
 def _remove(path: Path) -> None:

@@ -61,8 +61,10 @@ from rummy500_env.training.common import (
     TrainArgs,
     command_line,
     export_policy,
+    load_checkpoint,
     require,
     require_positive_ints,
+    save_checkpoint,
     trainer_main,
 )
 from rummy500_env.training.tournament import one_torch_thread
@@ -360,7 +362,7 @@ class Trainer:
         self.labels_dir = self.run.path / "labels"
         self.labels_dir.mkdir(exist_ok=True)
         if resume:
-            self.state = self.run.checkpoints.load(self._read_checkpoint)
+            self.state = load_checkpoint(self.run.path, self.network, self.optimizer, args)
             print(f"resumed from {self.state['checkpoint']} at {self.state['timesteps']} labels")
             for f in self.labels_dir.glob("round_*.npz"):  # rounds after the checkpoint:
                 if int(f.stem.split("_")[1]) >= self.state["rounds"]:  # labelled again
@@ -370,32 +372,13 @@ class Trainer:
             self.state["init_policy"] = args.policy_name()
         self.workers = Workers(args)
 
-    def _read_checkpoint(self, path: Path) -> dict[str, Any]:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-        if blob.get("network") != self.args.network_spec():
-            raise ConfigError(
-                f"checkpoint {path} holds network {blob.get('network')} but the run's config "
-                f"asks for {self.args.network_spec()}: resume with the run's own config.json"
-            )
-        self.network.load_state_dict(blob["network_state"])
-        self.optimizer.load_state_dict(blob["optimizer"])
-        torch.set_rng_state(blob["torch_rng"])
-        state: dict[str, Any] = blob["state"]
-        return state
-
     @property
     def timesteps(self) -> int:
         return int(self.state["timesteps"])
 
     def checkpoint(self) -> None:
-        blob = {
-            "network_state": self.network.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "state": self.state,
-            "network": self.args.network_spec(),
-            "torch_rng": torch.get_rng_state(),
-        }
-        self.run.checkpoints.save(self.state, lambda tmp: torch.save(blob, tmp), suffix=".pt")
+        """The network, optimizer, counters and torch's random state (`save_checkpoint`)."""
+        save_checkpoint(self.run.checkpoints, self.network, self.optimizer, self.state, self.args)
 
     def tasks(self) -> list[LabelTask]:
         """This round's labelling tasks: the current network, a seed per round and worker."""

@@ -48,7 +48,6 @@ from rummy500_env.agents.policy import PolicyAgent, current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.training.common import (
-    Checkpoints,
     ConfigError,
     Every,
     RunFolder,
@@ -59,9 +58,11 @@ from rummy500_env.training.common import (
     command_line,
     export_policy,
     kind_of,
+    load_checkpoint,
     network_spec,
     require,
     require_positive_ints,
+    save_checkpoint,
     trainer_main,
 )
 from rummy500_env.training.common import load_yaml as load_yaml  # benchmarks/ import it here
@@ -311,29 +312,6 @@ def ppo_update(
 # --- checkpoints
 
 
-def load_checkpoint(
-    run: Path, model: ActorCritic, optimizer: torch.optim.Optimizer, args: Args
-) -> dict[str, Any]:
-    """Restore the newest readable checkpoint of `run` (`Checkpoints.load`: a damaged newest
-    one falls back to the one before) and return its counters; a checkpoint of another network
-    is refused."""
-
-    def read(path: Path) -> dict[str, Any]:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-        if blob.get("network") != args.network_spec():
-            raise ConfigError(
-                f"checkpoint {path} holds network {blob.get('network')} but the run's config "
-                f"asks for {args.network_spec()}: resume with the run's own config.json"
-            )
-        model.load_state_dict(blob["model"])
-        optimizer.load_state_dict(blob["optimizer"])
-        torch.set_rng_state(blob["torch_rng"])
-        state: dict[str, Any] = blob["state"]
-        return state
-
-    return Checkpoints(run, args.keep_checkpoints).load(read)
-
-
 SNAPSHOTS = "snapshots"
 """The run's folder of frozen snapshots; ``state["snapshots"]`` names each file inside the run
 folder (``snapshots/snapshot_<steps>.pt``), so a run folder can be moved or copied."""
@@ -463,14 +441,7 @@ class Trainer:
 
     def checkpoint(self) -> None:
         """Model, optimizer, counters and torch's random state (`Checkpoints.save`)."""
-        blob = {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "state": self.state,
-            "network": self.args.network_spec(),
-            "torch_rng": torch.get_rng_state(),
-        }
-        self.run.checkpoints.save(self.state, lambda tmp: torch.save(blob, tmp), suffix=".pt")
+        save_checkpoint(self.run.checkpoints, self.model, self.optimizer, self.state, self.args)
 
     def learn(self) -> None:
         """PPO updates until `total_timesteps`, with snapshots, checkpoints and evaluations
