@@ -28,6 +28,8 @@ TESTS = {
     "evaluate": "test_evaluate",
     "ppo": "test_training_ppo",
     "rllib": "test_training_rllib",
+    "exit": "test_training_exit",
+    "exploit": "test_training_exploit",
 }
 
 

@@ -462,6 +462,41 @@ RLLIB = flags(
     }
 )
 
+SEARCHED = {  # training.exit's own fields (it keeps its starting policy's network)
+    "--init-policy": values(
+        MODEL, "standard", PATHS["garbage_policy"], PATHS["folder"], "/etc/passwd"
+    ),
+    "--labels-per-round": values("16", "0"),
+    "--simulations": values("4", "0", "-1"),
+    "--candidates": values("2", "0"),
+    "--leaf": values("value", "playout", "oracle"),
+    "--workers": values("1", "2", "0"),
+    "--value-mix": values("0.5", "1.5", "nan"),
+    "--replay-rounds": values("1", "0"),
+    "--ray": SWITCH,
+    "--address": values("auto", ""),
+}
+EXIT = flags(
+    {
+        k: v
+        for k, v in TRAIN_COMMON.items()
+        if k not in ("--network", "--channels", "--net-arch", "--activation")
+    }
+    | SEARCHED
+)
+EXPLOIT = flags(
+    {
+        "TARGET": st.sampled_from(GOOD_AGENTS + BAD_AGENTS + [MODEL, PATHS["garbage_policy"]]).map(
+            lambda v: [v]
+        ),
+        "--rules": RULES,
+        "--budget": values("64", "0", "-1", "٣"),
+        "--seed": values("0", "-1"),
+        "--run-dir": values(PATHS["folder"], PATHS["file"], PATHS["missing"], "/"),
+        "--resume": values(PATHS["run"], PATHS["damaged_run"], PATHS["folder"], ""),
+    }
+)
+
 
 @pytest.fixture
 def no_training(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -470,10 +505,11 @@ def no_training(monkeypatch: pytest.MonkeyPatch) -> None:
     def starts(*args: Any, **kwargs: Any) -> None:
         raise WorkStarts
 
-    from rummy500_env.training import ppo, rllib
+    from rummy500_env.training import exit, ppo, rllib
 
-    monkeypatch.setattr(ppo, "Trainer", starts)
+    monkeypatch.setattr(ppo, "Trainer", starts)  # training.exploit trains through ppo.train
     monkeypatch.setattr(rllib, "RunFolder", starts)
+    monkeypatch.setattr(exit, "Trainer", starts)
 
 
 @settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck))
@@ -490,6 +526,22 @@ def test_training_rllib(no_training: None, argv: list[str]) -> None:
     from rummy500_env.training.rllib import main
 
     check(main, argv)
+
+
+@settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck))
+@given(argv=EXIT)
+def test_training_exit(no_training: None, argv: list[str]) -> None:
+    from rummy500_env.training.exit import main
+
+    check(main, argv)
+
+
+@settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck))
+@given(argv=EXPLOIT)
+def test_training_exploit(no_training: None, argv: list[str]) -> None:
+    from rummy500_env.training.exploit import main
+
+    check(main, [a for a in argv if a != "TARGET"])
 
 
 # --- cases found by the fuzz, kept as examples that every run tries
