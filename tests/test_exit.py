@@ -119,3 +119,24 @@ def test_the_default_config_starts_from_the_shipped_policy() -> None:
     args, resume = parse_args([])
     assert not resume and isinstance(args, Args)
     assert args.policy_name() == "standard" and args.network_spec()["kind"] == "cards"
+
+
+def test_labels_on_ray_are_those_of_the_local_workers(tiny_policy: Path, tmp_path: Path) -> None:
+    """The Ray backend (``--ray``) labels the same positions as local processes: a task's
+    labels depend on its seed alone."""
+    pytest.importorskip("ray", reason="Ray is in the rllib extra")
+    from rummy500_env.training.exit import Workers
+
+    args, _ = parse_args([*tiny(tiny_policy, tmp_path / "r"), "--ray", "--workers", "2"])
+    tasks = [LabelTask("standard", tiny_policy.read_bytes(), 2, 2, "value", s, 4) for s in (1, 2)]
+    workers = Workers(args)
+    try:
+        on_ray = list(workers.label(tasks))
+    finally:
+        workers.close()
+    local = [label_hands(t) for t in tasks]
+    assert len(on_ray) == 2
+    for mine in local:
+        assert any(all(np.array_equal(mine[k], theirs[k]) for k in mine) for theirs in on_ray), (
+            "a task labelled on Ray differs from the same task labelled here"
+        )
