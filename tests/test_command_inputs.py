@@ -84,6 +84,16 @@ def test_a_data_dir_that_is_no_folder_is_one_error_line(
     assert file.read_text() == "not a folder"
 
 
+def test_a_data_dir_no_folder_can_be_named_is_one_error_line(
+    play_main: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A NUL byte in --data-dir was a bare ValueError from mkdir (found by the fuzz test)."""
+    code = play_main.main(["--no-browser", "--data-dir", "bad\x00name"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: cannot use 'bad\\x00name' as the data folder"), err
+    assert err.count("\n") == 1 and not play_main.served
+
+
 def test_a_saved_row_with_a_huge_number_is_a_record_error(tmp_path: Path) -> None:
     pytest.importorskip("starlette", reason="the play extra is not installed")
     from rummy500_env.engine.records import RecordError

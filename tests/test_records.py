@@ -160,6 +160,8 @@ def test_malformed_records_are_clear_errors(data, words):
 def test_unreadable_files_are_clear_errors(tmp_path):
     with pytest.raises(RecordError, match="cannot read the record"):
         Record.load(tmp_path / "missing.json")
+    with pytest.raises(RecordError, match="cannot read the record"):  # was a bare ValueError
+        Record.load("bad\x00name.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     with pytest.raises(RecordError, match=r"bad\.json': not valid JSON"):

@@ -206,6 +206,8 @@ class Record:
                 f"{str(path)!r} is not a record: not UTF-8 text (byte {e.start}); a record is "
                 "JSON as `Record.save` writes it"
             ) from None
+        except ValueError as e:  # a name no file can have: a NUL byte in it
+            raise RecordError(f"cannot read the record {str(path)!r}: {e}") from None
         data = read_json(
             text, repr(str(path)), RecordError, "a record is JSON as `Record.save` writes it"
         )

@@ -73,10 +73,12 @@ class Store:
         damaged file now is (the server prints it)."""
         try:
             directory.mkdir(parents=True, exist_ok=True)
-        except OSError as e:  # a file there or above it, no permission, a name too long
+        except (OSError, ValueError) as e:  # a file there or above it, no permission, a name
+            # too long (OSError); a NUL byte in the name (ValueError)
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             raise StoreError(
-                f"cannot use {str(directory)!r} as the data folder "
-                f"({e.strerror or type(e).__name__}): choose another --data-dir"
+                f"cannot use {str(directory)!r} as the data folder ({why}): choose another "
+                "--data-dir"
             ) from None
         problem = self._check()
         if problem is not None:

@@ -1,8 +1,9 @@
 """What every trainer of this package shares, so that `training.ppo` and `training.rllib` each
 read as a script about its own algorithm.
 
-* Settings: `TrainArgs`, the settings of a run (rules, budget, opponents, intervals,
-  evaluation, folders) that each trainer's ``Args`` extends with its algorithm's, and their
+* Settings: `TrainArgs`, the settings of a run (rules, budget, intervals, evaluation, folders)
+  that each trainer's ``Args`` extends with its algorithm's (`SelfPlayArgs` adds the opponent
+  pool and the snapshots of training.ppo and training.rllib), and their
   checks (`ConfigError` names the field, its value and what is allowed; `check_ppo` for the
   numbers both PPO trainers take). `command_line` reads them: a packaged YAML config or a
   file (``--config``), a run's own ``config.json`` (``--resume RUN_DIR``), then tyro's flags.
@@ -94,16 +95,6 @@ class TrainArgs(abc.ABC):
     total_timesteps: int = 300_000
     """Steps to train for: the learner's decisions (training.ppo) or every seat's env steps
     (training.rllib); a resumed run continues to the same total."""
-    opponents: dict[str, float] = field(
-        default_factory=lambda: {"random": 0.1, "greedy": 0.4, "expert": 0.2, "self": 0.3}
-    )
-    """Sampling weights of the opponent pool, by agent spec (see `rummy500_env.agents.registry`);
-    "self" is shared by the frozen snapshots of the learner."""
-    snapshot_every: int = 50_000
-    """Steps between frozen snapshots of the learner added to the pool (training.rllib: the
-    oldest frozen copy takes the learner's weights)."""
-    max_snapshots: int = 5
-    """Snapshots kept in the pool (the oldest leave first)."""
     checkpoint_every: int = 50_000
     """Steps between checkpoints."""
     keep_checkpoints: int = 3
@@ -151,8 +142,6 @@ class TrainArgs(abc.ABC):
         require_positive_ints(
             self,
             "total_timesteps",
-            "snapshot_every",
-            "max_snapshots",
             "checkpoint_every",
             "keep_checkpoints",
             "eval_every",
@@ -167,17 +156,39 @@ class TrainArgs(abc.ABC):
         )
         require(
             self,
+            len(self.eval_bots) >= 1 and all(is_spec(name) for name in self.eval_bots),
+            "eval_bots",
+            f"give one or more agents: {ALLOWED}",
+        )
+
+
+@dataclass
+class SelfPlayArgs(TrainArgs):
+    """The settings of a trainer whose learner plays a pool of agents and frozen snapshots of
+    itself (training.ppo, training.rllib)."""
+
+    opponents: dict[str, float] = field(
+        default_factory=lambda: {"random": 0.1, "greedy": 0.4, "expert": 0.2, "self": 0.3}
+    )
+    """Sampling weights of the opponent pool, by agent spec (see `rummy500_env.agents.registry`);
+    "self" is shared by the frozen snapshots of the learner."""
+    snapshot_every: int = 50_000
+    """Steps between frozen snapshots of the learner added to the pool (training.rllib: the
+    oldest frozen copy takes the learner's weights)."""
+    max_snapshots: int = 5
+    """Snapshots kept in the pool (the oldest leave first)."""
+
+    def validate(self) -> None:
+        """`TrainArgs.validate`, and the pool's settings."""
+        super().validate()
+        require_positive_ints(self, "snapshot_every", "max_snapshots")
+        require(
+            self,
             all(name == "self" or is_spec(name) for name in self.opponents)
             and all(0 <= w < math.inf for w in self.opponents.values())
             and sum(self.opponents.values()) > 0,
             "opponents",
             f"give finite weights >= 0, not all zero, to self (the snapshots) or agents: {ALLOWED}",
-        )
-        require(
-            self,
-            len(self.eval_bots) >= 1 and all(is_spec(name) for name in self.eval_bots),
-            "eval_bots",
-            f"give one or more agents: {ALLOWED}",
         )
 
 
@@ -690,7 +701,8 @@ def check_before_work(args: TrainArgs, resume: bool) -> None:
             )
         check_writable(export.parent, "export", args.export)
     rules = args.game_rules()
-    bots = [name for name, weight in args.opponents.items() if name != "self" and weight > 0]
+    pool = args.opponents if isinstance(args, SelfPlayArgs) else {}
+    bots = [name for name, weight in pool.items() if name != "self" and weight > 0]
     for name, specs in (("opponents", bots), ("eval_bots", list(args.eval_bots))):
         for spec in specs:
             try:

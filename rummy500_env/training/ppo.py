@@ -51,7 +51,7 @@ from rummy500_env.training.common import (
     ConfigError,
     Every,
     RunFolder,
-    TrainArgs,
+    SelfPlayArgs,
     args_of,
     check_before_work,
     check_ppo,
@@ -78,7 +78,7 @@ from rummy500_env.training.rollouts import (
 
 
 @dataclass
-class Args(TrainArgs):
+class Args(SelfPlayArgs):
     """Self-play PPO for Rummy 500."""
 
     TRAINER = "ppo"

@@ -79,7 +79,7 @@ from rummy500_env.training.common import (
     ConfigError,
     Every,
     RunFolder,
-    TrainArgs,
+    SelfPlayArgs,
     args_of,
     check_ppo,
     command_line,
@@ -121,7 +121,7 @@ def require_ray() -> None:
 
 
 @dataclass
-class Args(TrainArgs):
+class Args(SelfPlayArgs):
     """Multi-agent self-play PPO for Rummy 500 on Ray RLlib."""
 
     TRAINER = "rllib"
