@@ -476,14 +476,10 @@ SEARCHED = {  # training.exit's own fields (it keeps its starting policy's netwo
     "--ray": SWITCH,
     "--address": values("auto", ""),
 }
-EXIT = flags(
-    {
-        k: v
-        for k, v in TRAIN_COMMON.items()
-        if k not in ("--network", "--channels", "--net-arch", "--activation")
-    }
-    | SEARCHED
-)
+SELF_PLAY_ONLY = ("--network", "--channels", "--net-arch", "--activation", "--max-snapshots")
+SELF_PLAY_ONLY += ("--opponents.greedy", "--opponents.self")
+"""Flags training.exit does not have: it keeps its starting policy's network and plays itself."""
+EXIT = flags({k: v for k, v in TRAIN_COMMON.items() if k not in SELF_PLAY_ONLY} | SEARCHED)
 EXPLOIT = flags(
     {
         "TARGET": st.sampled_from(GOOD_AGENTS + BAD_AGENTS + [MODEL, PATHS["garbage_policy"]]).map(
