@@ -814,7 +814,8 @@ class Game:
             why = "top_card_must_meld" if self.rules.top_card_must_meld else "pile_must_use"
             return (
                 f"taking the top card carries the dig obligation ({why}, docs/rules.md §2) "
-                f"and {card_str(pile[-1])} could not go on the table at once{self._dtgo_note()}"
+                f"and {card_str(pile[-1])} could not go on the table at once"
+                f"{self._discard_to_go_out_note()}"
             )
         if len(a.cards) != 1 or not 1 <= a.copy <= MAX_COPIES[a.cards[0] == JOKER]:
             return "a dig names one buried card, e.g. 'dig 9D' or 'dig 9D#2'"
@@ -829,7 +830,7 @@ class Game:
         return (
             f"a dig is legal only if the buried card can go on the table at once "
             f"(docs/rules.md §1 dig, §3): {card_str(c)} fits no new meld with your cards and "
-            f"the {depth + 1} taken, and no meld on the table{self._dtgo_note()}"
+            f"the {depth + 1} taken, and no meld on the table{self._discard_to_go_out_note()}"
         )
 
     def _why_illegal_call(self, a: Action) -> str | None:
@@ -845,7 +846,7 @@ class Game:
         return (
             f"a call is legal only if the called card can go on the table at once, as a dig "
             f"(docs/rules.md §5, §3): {card_str(c)} fits no new meld with your cards and the "
-            f"{depth + 1} taken, and no meld on the table{self._dtgo_note()}"
+            f"{depth + 1} taken, and no meld on the table{self._discard_to_go_out_note()}"
         )
 
     def _why_illegal_done(self) -> str | None:
@@ -861,7 +862,7 @@ class Game:
             )
         return None
 
-    def _dtgo_note(self) -> str:
+    def _discard_to_go_out_note(self) -> str:
         return " without emptying the hand (discard_to_go_out)" * self.rules.discard_to_go_out
 
     def _why_illegal_play(self, a: Action) -> str | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from dataclasses import dataclass, replace
-from typing import TypeGuard
+from typing import TypeGuard, TypeVar
 
 from rummy500_env.engine.cards import JOKER, NUM_CARDS, Card
 from rummy500_env.engine.errors import InvalidPositionError
@@ -27,6 +27,9 @@ from rummy500_env.engine.numbers import shown
 from rummy500_env.engine.positions import PHASES, Phase, Position
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.scoring import HandResult
+
+T = TypeVar("T")
+"""Any element type (`SeatView.relative` rotates tuples of several)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +129,7 @@ class SeatView:
         if s == 0:
             return self
 
-        def rot(seq: tuple[object, ...]) -> tuple[object, ...]:
+        def rot(seq: tuple[T, ...]) -> tuple[T, ...]:
             return seq[s:] + seq[:s]
 
         def seat_of(p: int | None) -> int | None:
@@ -137,8 +140,8 @@ class SeatView:
         if result is not None:
             result = replace(
                 result,
-                scores=rot(result.scores),  # type: ignore[arg-type]
-                totals=rot(result.totals),  # type: ignore[arg-type]
+                scores=rot(result.scores),
+                totals=rot(result.totals),
                 went_out=seat_of(result.went_out),
                 winner=seat_of(result.winner),
             )
@@ -148,9 +151,9 @@ class SeatView:
             dealer=(self.dealer - s) % n,
             turn=(self.turn - s) % n,
             melds=melds,
-            known=rot(self.known),  # type: ignore[arg-type]
-            hand_sizes=rot(self.hand_sizes),  # type: ignore[arg-type]
-            totals=rot(self.totals),  # type: ignore[arg-type]
+            known=rot(self.known),
+            hand_sizes=rot(self.hand_sizes),
+            totals=rot(self.totals),
             discarder=seat_of(self.discarder),
             result=result,
         )

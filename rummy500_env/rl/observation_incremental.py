@@ -310,7 +310,7 @@ def _meld_changes(old: list[Meld], new: list[Meld]) -> list[tuple[int, Meld]]:
 def _float_view(a: FloatArray) -> Any:
     """A memoryview of `a`, for writing single values. Typed Any: typeshed's memoryview
     takes only ints."""
-    return memoryview(a)  # type: ignore[arg-type]
+    return memoryview(a)  # type: ignore[arg-type]  # typeshed: a buffer of ints only
 
 
 class _Last:

@@ -146,7 +146,7 @@ class Rummy500TextEnv(ta.Env):  # type: ignore[misc]  # textarena is untyped
                 self._final_info()
             else:
                 self._board(player, refusal=why)
-            return self.state.step(rotate_player=False)  # type: ignore[no-any-return]
+            return self.state.step(rotate_player=False)  # type: ignore[no-any-return]  # untyped
         self.game.apply(chosen)
         self.state.add_observation(
             message=f"Player {player}: {chosen}",

@@ -41,7 +41,7 @@ from rummy500_env.rl.single_agent import DONE_ACTION, Rummy500SingleAgentEnv
 __all__ = ["DONE_ACTION", "Rummy500VectorEnv"]
 
 
-class Rummy500VectorEnv(gymnasium.vector.VectorEnv):  # type: ignore[misc]
+class Rummy500VectorEnv(gymnasium.vector.VectorEnv):  # type: ignore[misc]  # an untyped base
     """N single-agent views in one process (see the module docstring).
 
     Args:

@@ -45,6 +45,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from rummy500_env.agents.networks import CardPolicy
 from rummy500_env.agents.policy import PolicyAgent
 from rummy500_env.agents.policy_file import load_policy_file
 from rummy500_env.agents.psearch import LEAVES, PolicySearchAgent, hand_value
@@ -296,7 +297,7 @@ def value_targets(labels: dict[str, np.ndarray], mix: float) -> np.ndarray:
 
 
 def exit_update(
-    network: nn.Module,
+    network: CardPolicy,
     optimizer: torch.optim.Optimizer,
     labels: dict[str, np.ndarray],
     args: Args,
@@ -317,7 +318,7 @@ def exit_update(
         order = torch.as_tensor(gen.permutation(len(obs)))
         for start in range(0, len(obs), args.minibatch_size):
             idx = order[start : start + args.minibatch_size]
-            logits, v = network.forward_with_value(obs[idx])  # type: ignore[operator]
+            logits, v = network.forward_with_value(obs[idx])
             logp = torch.log_softmax(logits.masked_fill(~masks[idx], MASKED), -1)
             cross_entropy = -(targets[idx] * logp).sum(-1)
             policy_loss = cross_entropy.mean()
@@ -356,7 +357,7 @@ class Trainer:
         torch.manual_seed(args.seed)
         torch.set_num_threads(args.threads)
         start = PolicyAgent.load(args.policy_name(), rules=args.game_rules())
-        self.network: nn.Module = start.network
+        self.network: CardPolicy = start.network  # validate(): a cards network
         self.optimizer = torch.optim.Adam(self.network.parameters(), lr=args.learning_rate)
         self.run = RunFolder(args, resume)
         self.labels_dir = self.run.path / "labels"

@@ -49,7 +49,7 @@ class ActorCritic(nn.Module):
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(action logits, values)."""
         if self.critic is None:
-            return self.actor.forward_with_value(obs)  # type: ignore[no-any-return,operator]
+            return self.actor.forward_with_value(obs)  # type: ignore[no-any-return,operator]  # the card network's; nn.Module does not declare it
         return self.actor(obs), self.critic(obs).squeeze(-1)
 
 
