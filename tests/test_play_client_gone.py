@@ -10,6 +10,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -61,7 +62,11 @@ def call_and_hang_up(app: Any, path: str, first_part: bytes) -> list[dict[str, A
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    asyncio.run(app(scope, receive, send))
+    # A thread of its own: this one may already run an event loop (another test's, or a
+    # plugin's), and asyncio.run refuses to start a second one in the same thread.
+    runner = threading.Thread(target=asyncio.run, args=(app(scope, receive, send),))
+    runner.start()
+    runner.join()
     return sent
 
 
