@@ -28,6 +28,7 @@ import itertools
 import json
 import math
 import os
+import random
 import shutil
 import stat
 import subprocess
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -541,6 +543,15 @@ def _pop_option(argv: list[str], name: str) -> str | None:
             del argv[i]
             return a.split("=", 1)[1]
     return None
+
+
+def seed_and_threads(seed: int, threads: int) -> None:
+    """Seed Python's, numpy's and torch's global generators and set torch's threads, as a
+    trainer does before it builds anything."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
 
 
 def trainer_main(

@@ -66,6 +66,7 @@ from rummy500_env.training.common import (
     require,
     require_positive_ints,
     save_checkpoint,
+    seed_and_threads,
     trainer_main,
 )
 from rummy500_env.training.tournament import one_torch_thread
@@ -352,10 +353,7 @@ class Trainer:
 
     def __init__(self, args: Args, resume: bool) -> None:
         self.args = args
-        random.seed(args.seed)
-        np.random.seed(args.seed)
-        torch.manual_seed(args.seed)
-        torch.set_num_threads(args.threads)
+        seed_and_threads(args.seed, args.threads)
         start = PolicyAgent.load(args.policy_name(), rules=args.game_rules())
         self.network: CardPolicy = start.network  # validate(): a cards network
         self.optimizer = torch.optim.Adam(self.network.parameters(), lr=args.learning_rate)

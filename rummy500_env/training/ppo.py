@@ -31,7 +31,6 @@ view still works with MaskablePPO for those who want it (tested; see the README)
 from __future__ import annotations
 
 import math
-import random
 import sys
 import time
 from dataclasses import dataclass
@@ -63,6 +62,7 @@ from rummy500_env.training.common import (
     require,
     require_positive_ints,
     save_checkpoint,
+    seed_and_threads,
     trainer_main,
 )
 from rummy500_env.training.common import load_yaml as load_yaml  # benchmarks/ import it here
@@ -367,10 +367,7 @@ class Trainer:
 
     def __init__(self, args: Args, resume: bool) -> None:
         self.args = args
-        random.seed(args.seed)
-        np.random.seed(args.seed)
-        torch.manual_seed(args.seed)
-        torch.set_num_threads(args.threads)
+        seed_and_threads(args.seed, args.threads)
         self.model = new_model(args)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.learning_rate, eps=1e-5)
         self.run = RunFolder(args, resume)

@@ -28,7 +28,7 @@ import numpy as np
 from rummy500_env.agents.registry import make_agent, parse_spec
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import Rules
-from rummy500_env.training.arena import play
+from rummy500_env.training.arena import Result, play
 from rummy500_env.training.stats import elo, mean_ci, wilson
 
 
@@ -100,14 +100,21 @@ def play_task(work: Work) -> GameRecord:
     if r.record is not None:
         name = f"pair{task.pair}-deal{task.deal}-seating{task.rotation}.json"
         r.record.save(Path(cfg.record or ".") / name)
-    n = rules.players
+    return score_game(task, r, cfg.episode)
+
+
+def score_game(task: Task, r: Result, episode: str) -> GameRecord:
+    """One task's played game (or hand), scored for its pair: each agent's mean hand score
+    (a field's seats pooled), the winner and the margin (hand: mean hand scores; game: final
+    totals)."""
+    n = len(task.seats)
     per_agent: list[list[float]] = [[], []]  # a field's seats pooled
     for scores in r.hand_scores:
         for s in range(n):
             per_agent[task.seats[s]].append(scores[s])
     mean = [float(np.mean(x)) if x else 0.0 for x in per_agent]
     winner = None if r.winner is None else task.seats[r.winner]
-    if cfg.episode == "hand":
+    if episode == "hand":
         margin = mean[0] - mean[1]
     else:
         tot = [np.mean([r.totals[s] for s in range(n) if task.seats[s] == a]) for a in (0, 1)]
