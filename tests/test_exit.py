@@ -46,7 +46,8 @@ def tiny(policy: Path, run: Path, *more: str) -> list[str]:
         "--total-timesteps", "40", "--labels-per-round", "20", "--simulations", "4",
         "--candidates", "2", "--workers", "1", "--minibatch-size", "16",
         "--checkpoint-every", "1", "--eval-every", "1000", "--eval-games", "2",
-        "--final-eval-games", "2", "--eval-bots", "random", "--no-progress", *more,
+        "--final-eval-games", "2", "--eval-bots", "random", "--start-hands", "2",
+        "--no-progress", *more,
     ]  # fmt: skip
 
 
@@ -65,6 +66,27 @@ def test_labels_are_the_searchs_improved_policy_over_legal_actions(tiny_policy: 
         assert np.array_equal(labels[k], again[k]), f"{k} differs on the same seed"
 
 
+def test_without_a_scale_the_labels_are_the_networks_own_policy(tiny_policy: Path) -> None:
+    """c_scale 0: the values move nothing, so the improved policy is the prior; a positive
+    scale moves it (the knob that keeps a few noisy simulations from writing confident
+    targets)."""
+    network = PolicyAgent.load(tiny_policy, rules=RULES).network
+
+    def prior(labels: dict[str, np.ndarray]) -> np.ndarray:
+        with torch.inference_mode():
+            logits = network(torch.from_numpy(labels["obs"])).numpy().astype(np.float64)
+        z = np.exp(np.where(labels["mask"], logits - logits.max(1, keepdims=True), -np.inf))
+        return z / z.sum(1, keepdims=True)
+
+    def labels(c_scale: float) -> dict[str, np.ndarray]:
+        task = LabelTask("standard", tiny_policy.read_bytes(), 8, 4, "value", 5, 6, c_scale)
+        return label_hands(task)
+
+    flat, sharp = labels(0.0), labels(5.0)
+    assert np.allclose(flat["policy"], prior(flat), atol=1e-5)
+    assert not np.allclose(sharp["policy"], prior(sharp), atol=1e-3)
+
+
 def test_value_targets_mix_search_and_outcome() -> None:
     labels = {"search_value": np.array([1.0, 0.0]), "outcome": np.array([0.0, 2.0])}
     assert value_targets(labels, 0.25).tolist() == [0.25, 1.5]
@@ -79,6 +101,9 @@ def test_a_run_labels_learns_resumes_and_exports(tiny_policy: Path, tmp_path: Pa
     start = PolicyAgent.load(tiny_policy).network.state_dict()
     assert any(not torch.equal(before[k], start[k]) for k in start), "nothing was learned"
     assert len(list((run / "labels").glob("round_*.npz"))) == 1
+    margins = (run / "start_margins.csv").read_text().splitlines()
+    assert margins[0] == "labels,hands,margin,low,high" and len(margins) == 2
+    assert margins[1].split(",")[:2] == [str(state["timesteps"]), "2"]
     first = state["timesteps"]  # whole hands are labelled: a round may pass its share
     assert main(["--resume", str(run), "--total-timesteps", str(first + 1)]) == 0
     state = json.loads((run / "state.json").read_text())
@@ -96,6 +121,8 @@ def test_a_run_labels_learns_resumes_and_exports(tiny_policy: Path, tmp_path: Pa
         ("--simulations", "0", "simulations"),
         ("--leaf", "oracle", "leaf"),
         ("--value-mix", "1.5", "value_mix"),
+        ("--c-scale", "-1", "c_scale"),
+        ("--start-hands", "-1", "start_hands"),
         ("--address", "auto", "address"),
     ],
 )
