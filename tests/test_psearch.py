@@ -113,6 +113,31 @@ def test_analyse_gives_the_choice_its_improved_policy_and_value(positions: list[
         assert np.isfinite(result.value)
 
 
+@pytest.mark.parametrize("leaf", ["rollout", "value", "playout"])
+def test_lockstep_searches_are_the_searches_one_at_a_time(positions: list[Game], leaf: str) -> None:
+    """`analyse_many` (expert iteration's labelling: every position's simulations valued in
+    one batch) gives one position exactly what `analyse` gives it on the same seed, and
+    several positions each a search within its budget over its own legal actions."""
+    some = positions[:: max(1, len(positions) // 5)][:5]
+    for g in some[:2]:
+        view, legal = g.seat_view(g.current_player), g.legal_actions()
+        one = search(leaf=leaf, simulations=8).analyse(view, legal)
+        [many] = search(leaf=leaf, simulations=8).analyse_many([(view, legal)])
+        assert many.action == one.action and many.ids == one.ids
+        assert np.array_equal(many.visits, one.visits)
+        assert np.allclose(many.improved, one.improved) and many.value == pytest.approx(one.value)
+    agent = search(leaf=leaf, simulations=8)
+    results = agent.analyse_many([(g.seat_view(g.current_player), g.legal_actions()) for g in some])
+    codec = ActionCodec(RULES)
+    for g, r in zip(some, results, strict=True):
+        assert sorted(r.ids) == sorted(codec.encode(g, a) for a in g.legal_actions())
+        assert r.action in g.legal_actions() and 0 < r.visits.sum() <= 8
+        assert r.improved.sum() == pytest.approx(1.0, abs=1e-5)
+    assert agent.last_simulations == sum(int(r.visits.sum()) for r in results)
+    with pytest.raises(PolicySearchError, match="simulation budget"):
+        search(simulations=None, ms=5.0).analyse_many([])
+
+
 def test_a_single_legal_action_costs_nothing() -> None:
     g = Game.new(RULES, seed=1)
     agent = search()

@@ -247,115 +247,69 @@ class PolicySearchAgent(Bot):
         with _one_torch_thread():
             return self._search(view, ordered, start)
 
+    def analyse_many(
+        self, positions: Sequence[tuple[SeatView, Sequence[Action]]]
+    ) -> list[SearchResult]:
+        """`analyse` for several positions at once, their searches in lockstep: each halving
+        round's simulations of every position are valued together, so the network sees one
+        large batch where one search gives it a few games (a simulation budget only: with a
+        time budget each search needs its own clock). Expert iteration labels this way."""
+        budget = self.simulations
+        if budget is None:
+            raise PolicySearchError("analyse_many searches on a simulation budget, not in ms")
+        self.last_simulations = 0
+        self.last_worlds = []
+        with _one_torch_thread():
+            roots = [_Halving(self, view, self.ordered(view, legal)) for view, legal in positions]
+            while batch := [(h, n) for h in roots if (n := h.planned(budget))]:
+                children = [h.children(self, h.deal(self, n)) for h, n in batch]
+                values = self._leaf_values(
+                    [g for c in children for g in c.games],
+                    [s for c in children for s in c.seats],
+                    [s for c in children for s in c.seeds],
+                )
+                at = 0
+                for (h, n), c in zip(batch, children, strict=True):
+                    h.absorb(values[at : at + len(c.games)].reshape(n, -1))
+                    at += len(c.games)
+                    h.halve()
+            self.last_simulations = sum(h.simulations for h in roots)
+            return [h.result() for h in roots]
+
     def _search(self, view: SeatView, legal: list[Action], start: float) -> SearchResult:
-        first = self._world(view)
-        root = self.encoder.encode(first, view.seat)
-        ids = [self.codec.encode(view, a) for a in legal]
-        raw, root_value = self._forward(root[None])
-        logits = raw[0][ids].astype(np.float64)
-        logits = logits - logits.max()
-        logits = logits - math.log(float(np.exp(logits).sum()))  # log prior over the legal
-        g = self._gumbel(len(legal)) if self.gumbel else np.zeros(len(legal))
-        m = min(self.candidates, len(legal))
-        if self.simulations is not None:
-            m = min(m, max(2, self.simulations))
-        alive = sorted(range(len(legal)), key=lambda i: (-(g[i] + logits[i]), i))[:m]
-        totals = np.zeros(len(legal))
-        visits = np.zeros(len(legal), dtype=np.int64)
-        rounds = max(1, math.ceil(math.log2(m))) if m > 1 else 0
+        root = _Halving(self, view, legal)
         deadline = None if self.ms is None else start + SAFETY * self.ms / 1000
         cost: float | None = None  # seconds a simulation, once measured
-        spare = [first]  # sampled, not yet searched
 
         def simulate(n: int) -> None:
             """n fresh worlds, every alive candidate in each (one batched evaluation)."""
-            worlds = [spare.pop() if spare else self._world(view) for _ in range(n)]
-            self.last_worlds += [w.copy() for w in worlds]
-            values = self._evaluate(worlds, [legal[i] for i in alive], view.seat)
-            for j, i in enumerate(alive):
-                totals[i] += values[:, j].sum()
-                visits[i] += n
-            self.last_simulations += n * len(alive)
+            worlds = root.deal(self, n)
+            root.absorb(self._evaluate(worlds, [legal[i] for i in root.alive], view.seat))
+            self.last_simulations = root.simulations
 
-        for r in range(rounds):
-            if len(alive) == 1:
-                break
-            if deadline is None:  # n / (⌈log₂ m⌉ k) each, within what is left
-                assert self.simulations is not None
-                left = self.simulations - self.last_simulations
-                if left < len(alive):
-                    break
-                simulate(max(1, left // ((rounds - r) * len(alive))))
-            else:
-                share_end = self.clock() + (deadline - self.clock()) / (rounds - r)
+        if deadline is None:
+            assert self.simulations is not None
+            while n := root.planned(self.simulations):
+                simulate(n)
+                root.halve()
+        else:
+            while root.round < root.rounds and len(root.alive) > 1:
+                share_end = self.clock() + (deadline - self.clock()) / (root.rounds - root.round)
                 while True:  # this round's share of the time left, a batch at a time
                     now = self.clock()
                     if cost is None:
                         n = 1  # the first world measures what a simulation costs
                     else:
-                        n = min(WORLDS_A_BATCH, int((share_end - now) / (cost * len(alive))))
+                        n = int((share_end - now) / (cost * len(root.alive)))
+                        n = min(WORLDS_A_BATCH, n)
                         if n < 1 or self.last_simulations >= SIMULATIONS_CAP:
                             break
                     simulate(n)
-                    cost = max(self.clock() - now, 1e-9) / (n * len(alive))  # the latest
+                    cost = max(self.clock() - now, 1e-9) / (n * len(root.alive))  # the latest
                 if self.clock() >= deadline:  # out of time: the best so far
                     break
-            alive = self._best(alive, g, logits, totals, visits, max(1, len(alive) // 2))
-        choice = self._best(alive, g, logits, totals, visits, 1)[0]
-        improved, value = self._improved(logits, totals, visits, float(root_value[0]))
-        return SearchResult(
-            action=legal[choice],
-            ids=ids,
-            prior=np.exp(logits),
-            improved=improved,
-            value=value,
-            visits=visits,
-            q=np.divide(totals, visits, out=np.zeros(len(legal)), where=visits > 0),
-        )
-
-    def _improved(
-        self,
-        logits: np.ndarray[Any, Any],
-        totals: np.ndarray[Any, Any],
-        visits: np.ndarray[Any, Any],
-        root_value: float,
-    ) -> tuple[np.ndarray[Any, Any], float]:
-        """The improved policy softmax(logits + σ(completed Q)) and the value under it (the
-        paper's completed Q-values: an unvisited action's Q is the mixed value v_mix of the
-        network's value and the visited actions' q̂, weighted by their prior)."""
-        seen = visits > 0
-        q = np.divide(totals, visits, out=np.zeros(len(logits)), where=seen)
-        prior = np.exp(logits)
-        n = float(visits.sum())
-        if seen.any():
-            visited = float((prior[seen] * q[seen]).sum() / prior[seen].sum())
-            v_mix = (root_value + n * visited) / (1 + n)
-        else:
-            v_mix = root_value
-        completed = np.where(seen, q, v_mix)
-        z = logits + (C_VISIT + float(visits.max())) * self.c_scale * completed
-        improved = np.exp(z - z.max())
-        improved /= improved.sum()
-        return improved.astype(np.float32), float((improved * completed).sum())
-
-    def _best(
-        self,
-        alive: list[int],
-        g: np.ndarray[Any, Any],
-        logits: np.ndarray[Any, Any],
-        totals: np.ndarray[Any, Any],
-        visits: np.ndarray[Any, Any],
-        keep: int,
-    ) -> list[int]:
-        """The `keep` of `alive` with the largest g + logits + σ(q̂) (ties: action-id order)."""
-        most = float(visits.max())
-        scale = (C_VISIT + most) * self.c_scale
-
-        def score(i: int) -> float:
-            q = totals[i] / visits[i] if visits[i] else 0.0
-            return float(g[i] + logits[i] + scale * q)
-
-        return sorted(alive, key=lambda i: (-score(i), i))[:keep]
+                root.halve()
+        return root.result()
 
     def _gumbel(self, n: int) -> np.ndarray[Any, Any]:
         """n standard Gumbel draws from the agent's seeded generator."""
@@ -370,28 +324,30 @@ class PolicySearchAgent(Bot):
     def _evaluate(self, worlds: list[Game], cands: list[Action], seat: int) -> np.ndarray[Any, Any]:
         """Each candidate's value in each world (rows: worlds; hand points / 100 for `seat`),
         all their network calls batched."""
-        games = []
-        for world in worlds:
-            for a in cands:
-                g = world.copy()
-                g.play_unchecked(a)
-                games.append(g)
+        c = _children(worlds, cands, seat, self.rng)
+        return self._leaf_values(c.games, c.seats, c.seeds).reshape(len(worlds), len(cands))
+
+    def _leaf_values(
+        self, games: list[Game], seats: list[int], seeds: list[int]
+    ) -> np.ndarray[Any, Any]:
+        """The value of each game (a candidate just played in a world) for its searching
+        seat, by the agent's leaf; `seeds`: the playouts' randomness (one a world, so the
+        candidates of a world meet the same luck). Every network call is one batch over all
+        the games."""
         out = np.zeros(len(games))
         if self.leaf == "playout":
-            for w in range(len(worlds)):
-                seed = self.rng.getrandbits(32)  # the same playout randomness for each candidate
-                for j in range(len(cands)):
-                    k = w * len(cands) + j
-                    out[k] = play_out(games[k], random.Random(seed), self.values, seat) / 100
+            for k, (g, seat) in enumerate(zip(games, seats, strict=True)):
+                out[k] = play_out(g, random.Random(seeds[k]), self.values, seat) / 100
         elif self.leaf == "rollout":
-            self._advance(games, lambda g: g.is_hand_over, seat)
-            out[:] = [hand_value(g, seat) for g in games]
+            self._advance(games, seats, lambda g, seat: g.is_hand_over)
+            out[:] = [hand_value(g, seat) for g, seat in zip(games, seats, strict=True)]
         else:
-            passing = self.leaf == "turn" and self.rules.players == 2
-            if not passing:
-                self._advance(games, lambda g: g.is_hand_over or g.current_player == seat, seat)
+            if not (self.leaf == "turn" and self.rules.players == 2):
+                self._advance(
+                    games, seats, lambda g, seat: g.is_hand_over or g.current_player == seat
+                )
             pending = []
-            for k, g in enumerate(games):
+            for k, (g, seat) in enumerate(zip(games, seats, strict=True)):
                 if g.is_hand_over:
                     out[k] = hand_value(g, seat)
                 else:
@@ -401,23 +357,25 @@ class PolicySearchAgent(Bot):
                 obs = np.stack(
                     [self.encoder.encode(games[k], p) for k, p in zip(pending, who, strict=True)]
                 )
-                sign = np.array([1.0 if p == seat else -1.0 for p in who])
-                out[pending] = sign * self._values(obs)
-        return out.reshape(len(worlds), len(cands))
+                sign = [1.0 if p == seats[k] else -1.0 for k, p in zip(pending, who, strict=True)]
+                out[pending] = np.array(sign) * self._values(obs)
+        return out
 
-    def _advance(self, games: list[Game], stop: Callable[[Game], bool], seat: int) -> None:
-        """Let the policy play `seat` and the opponent model (the policy without one) the
-        other seats, greedily, one batched forward a step for each network, in every game
-        until `stop` holds for it."""
+    def _advance(
+        self, games: list[Game], seats: list[int], stop: Callable[[Game, int], bool]
+    ) -> None:
+        """Let the policy play each game's searching seat and the opponent model (the policy
+        without one) the other seats, greedily, one batched forward a step for each network,
+        in every game until `stop(game, its searching seat)` holds for it."""
         for _ in range(POLICY_STEPS_CAP):
-            active = [g for g in games if not stop(g)]
+            active = [(g, s) for g, s in zip(games, seats, strict=True) if not stop(g, s)]
             if not active:
                 return
             if self.opponent is None:
-                self._greedy(active, self.network)
+                self._greedy([g for g, _ in active], self.network)
                 continue
-            self._greedy([g for g in active if g.current_player == seat], self.network)
-            theirs = [g for g in active if g.current_player != seat]
+            self._greedy([g for g, s in active if g.current_player == s], self.network)
+            theirs = [g for g, s in active if g.current_player != s]
             if hasattr(self.opponent, "decide"):  # a bot, on its seat's view of the world
                 for g in theirs:
                     g.play_unchecked(
@@ -467,6 +425,142 @@ class PolicySearchAgent(Bot):
     def __repr__(self) -> str:
         budget = f"{self.simulations} simulations" if self.ms is None else f"{self.ms:g} ms"
         return f"PolicySearchAgent({budget}, {self.policy.path!r}, leaf={self.leaf!r})"
+
+
+@dataclass
+class _Children:
+    """Candidates played in worlds, ready to be valued (`PolicySearchAgent._leaf_values`)."""
+
+    games: list[Game]
+    seats: list[int]
+    seeds: list[int]
+
+
+def _children(worlds: list[Game], cands: list[Action], seat: int, rng: random.Random) -> _Children:
+    """Every candidate played in a copy of every world (world-major), with one playout seed a
+    world."""
+    out = _Children([], [], [])
+    for world in worlds:
+        seed = rng.getrandbits(32)  # the same playout randomness for each candidate
+        for a in cands:
+            g = world.copy()
+            g.play_unchecked(a)
+            out.games.append(g)
+            out.seats.append(seat)
+            out.seeds.append(seed)
+    return out
+
+
+class _Halving:
+    """One root's Gumbel sequential halving (module docstring, steps 2 to 4): the prior, the
+    candidates still in, each action's summed values and visits. The agent deals the worlds
+    and values the simulations; this keeps the books between its batches."""
+
+    def __init__(self, agent: PolicySearchAgent, view: SeatView, legal: list[Action]) -> None:
+        self.view, self.legal, self.c_scale = view, legal, agent.c_scale
+        first = agent._world(view)
+        self.spare = [first]  # sampled, not yet searched
+        root = agent.encoder.encode(first, view.seat)
+        self.ids = [agent.codec.encode(view, a) for a in legal]
+        raw, root_value = agent._forward(root[None])
+        self.root_value = float(root_value[0])
+        logits = raw[0][self.ids].astype(np.float64)
+        logits = logits - logits.max()
+        self.logits = logits - math.log(float(np.exp(logits).sum()))  # log prior, the legal
+        self.g = agent._gumbel(len(legal)) if agent.gumbel else np.zeros(len(legal))
+        m = min(agent.candidates, len(legal))
+        if agent.simulations is not None:
+            m = min(m, max(2, agent.simulations))
+        order = sorted(range(len(legal)), key=lambda i: (-(self.g[i] + self.logits[i]), i))
+        self.alive = order[:m]
+        self.totals = np.zeros(len(legal))
+        self.visits = np.zeros(len(legal), dtype=np.int64)
+        self.rounds = max(1, math.ceil(math.log2(m))) if m > 1 else 0
+        self.round = 0
+        self.simulations = 0
+
+    def planned(self, budget: int) -> int:
+        """Worlds the next round of a `budget`-simulation search gets, n / (⌈log₂ m⌉ k) each
+        within what is left; 0 when the search is over."""
+        if self.round >= self.rounds or len(self.alive) <= 1:
+            return 0
+        left = budget - self.simulations
+        if left < len(self.alive):
+            return 0
+        return max(1, left // ((self.rounds - self.round) * len(self.alive)))
+
+    def deal(self, agent: PolicySearchAgent, n: int) -> list[Game]:
+        """n fresh worlds (the one the root was encoded from first)."""
+        worlds = [self.spare.pop() if self.spare else agent._world(self.view) for _ in range(n)]
+        agent.last_worlds += [w.copy() for w in worlds]
+        return worlds
+
+    def children(self, agent: PolicySearchAgent, worlds: list[Game]) -> _Children:
+        """The alive candidates played in each world."""
+        cands = [self.legal[i] for i in self.alive]
+        return _children(worlds, cands, self.view.seat, agent.rng)
+
+    def absorb(self, values: np.ndarray[Any, Any]) -> None:
+        """A batch's values (rows: worlds, columns: the alive candidates, in order)."""
+        for j, i in enumerate(self.alive):
+            self.totals[i] += values[:, j].sum()
+            self.visits[i] += len(values)
+        self.simulations += values.size
+
+    def halve(self) -> None:
+        """The end of a round: the better half of the alive candidates goes on."""
+        self.alive = self._best(max(1, len(self.alive) // 2))
+        self.round += 1
+
+    def result(self) -> SearchResult:
+        """The choice, the improved policy and value, the visits and q̂."""
+        choice = self._best(1)[0]
+        improved, value = self._improved()
+        q = np.divide(
+            self.totals, self.visits, out=np.zeros(len(self.legal)), where=self.visits > 0
+        )
+        return SearchResult(
+            action=self.legal[choice],
+            ids=self.ids,
+            prior=np.exp(self.logits),
+            improved=improved,
+            value=value,
+            visits=self.visits,
+            q=q,
+        )
+
+    def _improved(self) -> tuple[np.ndarray[Any, Any], float]:
+        """The improved policy softmax(logits + σ(completed Q)) and the value under it (the
+        paper's completed Q-values: an unvisited action's Q is the mixed value v_mix of the
+        network's value and the visited actions' q̂, weighted by their prior)."""
+        logits, totals, visits, root_value = self.logits, self.totals, self.visits, self.root_value
+        seen = visits > 0
+        q = np.divide(totals, visits, out=np.zeros(len(logits)), where=seen)
+        prior = np.exp(logits)
+        n = float(visits.sum())
+        if seen.any():
+            visited = float((prior[seen] * q[seen]).sum() / prior[seen].sum())
+            v_mix = (root_value + n * visited) / (1 + n)
+        else:
+            v_mix = root_value
+        completed = np.where(seen, q, v_mix)
+        z = logits + (C_VISIT + float(visits.max())) * self.c_scale * completed
+        improved = np.exp(z - z.max())
+        improved /= improved.sum()
+        return improved.astype(np.float32), float((improved * completed).sum())
+
+    def _best(self, keep: int) -> list[int]:
+        """The `keep` alive candidates with the largest g + logits + σ(q̂) (ties: action-id
+        order)."""
+        alive, g, logits, totals, visits = self.alive, self.g, self.logits, self.totals, self.visits
+        most = float(visits.max())
+        scale = (C_VISIT + most) * self.c_scale
+
+        def score(i: int) -> float:
+            q = totals[i] / visits[i] if visits[i] else 0.0
+            return float(g[i] + logits[i] + scale * q)
+
+        return sorted(alive, key=lambda i: (-score(i), i))[:keep]
 
 
 def hand_value(g: Game, seat: int) -> float:

@@ -74,6 +74,9 @@ from rummy500_env.training.tournament import run as run_tournament
 
 MASKED = -1e9
 """The logit of an illegal action."""
+LABELS_A_HAND = 20
+"""Labels a hand is expected to give before any has ended (two players label about 45):
+how many hands the first batch of a task starts."""
 FIELDS = ("obs", "mask", "policy", "search_value", "outcome")
 """The arrays of a batch of labels (`label_hands`)."""
 
@@ -101,6 +104,9 @@ class Args(TrainArgs):
     """σ's scale in the search (`PolicySearchAgent`): how far the improved policy moves from
     the prior for a given difference of values. The values of a few simulations are noisy; a
     large scale turns that noise into confident targets."""
+    hands_at_once: int = 16
+    """Self-play hands a worker plays side by side, their searches in lockstep: the network
+    values all their simulations in one batch, which costs little more than one search's."""
     start_hands: int = 200
     """At each evaluation, duplicate hands the learner plays against the policy the run
     started from (each deal twice, seats swapped): its margin a hand, the most sensitive
@@ -153,6 +159,7 @@ class Args(TrainArgs):
             "n_epochs",
             "minibatch_size",
             "threads",
+            "hands_at_once",
         )
         require(self, self.leaf in LEAVES, "leaf", f"use one of {LEAVES}")
         require(self, self.c_scale >= 0, "c_scale", "use a number >= 0")
@@ -199,11 +206,16 @@ class LabelTask:
     seed: int
     labels: int
     c_scale: float = 1.0
+    hands_at_once: int = 16
 
 
 def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
     """Play self-play hands with the search in every seat and return the labelled positions
-    (`FIELDS`; the last hand is played to its end, so there may be a few more than asked)."""
+    (`FIELDS`). `hands_at_once` hands are played side by side and their positions searched
+    in lockstep (`PolicySearchAgent.analyse_many`), so the network is asked for many
+    simulations at a time; a hand's labels are kept once it ends (with its outcome), and new
+    hands start until the labels asked for are reached or under way, so there may be a few
+    more than asked."""
     rules = Rules.parse(task.rules)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "policy.pt"
@@ -221,25 +233,38 @@ def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
     encoder, codec = ObservationEncoder(rules), ActionCodec(rules)
     deals = random.Random(task.seed)
     rows: dict[str, list[Any]] = {k: [] for k in FIELDS}
-    while len(rows["obs"]) < task.labels:
-        game = Game.new(rules, seed=deals.getrandbits(63))
-        seats: list[int] = []
-        while not game.is_hand_over:
-            legal = game.legal_actions()
-            if len(legal) == 1:
-                game.apply(legal[0])
-                continue
-            seat = game.current_player
-            result = search.analyse(game.seat_view(seat), legal)
+    playing: list[_Hand] = []
+    hands = 0
+    while True:  # a hand under way counts as the labels a hand has had so far, on average
+        per_hand = len(rows["obs"]) / hands if hands else LABELS_A_HAND
+        under_way = sum(max(len(h.rows["obs"]), per_hand) for h in playing)
+        while len(playing) < task.hands_at_once and len(rows["obs"]) + under_way < task.labels:
+            playing.append(_Hand(Game.new(rules, seed=deals.getrandbits(63))))
+            under_way += per_hand
+        if not playing:
+            break
+        for hand in playing:  # forced moves are not searched
+            while not hand.game.is_hand_over and len(legal := hand.game.legal_actions()) == 1:
+                hand.game.apply(legal[0])
+        for hand in [h for h in playing if h.game.is_hand_over]:
+            hand.rows["outcome"] = [hand_value(hand.game, seat) for seat in hand.seats]
+            for k in FIELDS:
+                rows[k] += hand.rows[k]
+            playing.remove(hand)
+            hands += 1
+        if not playing:
+            continue  # more hands, if more labels are wanted
+        views = [(h.game.seat_view(h.game.current_player), h.game.legal_actions()) for h in playing]
+        for hand, result in zip(playing, search.analyse_many(views), strict=True):
+            game, seat = hand.game, hand.game.current_player
             target = np.zeros(codec.size, dtype=np.float32)
             target[result.ids] = result.improved
-            rows["obs"].append(encoder.encode(game, seat))
-            rows["mask"].append(codec.mask(game).astype(bool))
-            rows["policy"].append(target)
-            rows["search_value"].append(result.value)
-            seats.append(seat)
+            hand.rows["obs"].append(encoder.encode(game, seat))
+            hand.rows["mask"].append(codec.mask(game).astype(bool))
+            hand.rows["policy"].append(target)
+            hand.rows["search_value"].append(result.value)
+            hand.seats.append(seat)
             game.apply(result.action)
-        rows["outcome"] += [hand_value(game, seat) for seat in seats]
     return {
         "obs": np.stack(rows["obs"]).astype(np.float32),
         "mask": np.stack(rows["mask"]),
@@ -247,6 +272,16 @@ def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
         "search_value": np.asarray(rows["search_value"], dtype=np.float32),
         "outcome": np.asarray(rows["outcome"], dtype=np.float32),
     }
+
+
+class _Hand:
+    """A self-play hand being labelled: the game, the seat of each labelled decision, and the
+    labels so far (the outcomes once the hand ends)."""
+
+    def __init__(self, game: Game) -> None:
+        self.game = game
+        self.seats: list[int] = []
+        self.rows: dict[str, list[Any]] = {k: [] for k in FIELDS}
 
 
 class Workers:
@@ -403,7 +438,10 @@ class Trainer:
         base = (args.seed * 1_000_003 + self.state["rounds"]) * n
         search = (args.simulations, args.candidates, args.leaf)
         return [
-            LabelTask(args.rules, policy, *search, base + w, share, args.c_scale) for w in range(n)
+            LabelTask(
+                args.rules, policy, *search, base + w, share, args.c_scale, args.hands_at_once
+            )
+            for w in range(n)
         ]
 
     def round(self) -> dict[str, float]:
