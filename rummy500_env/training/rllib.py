@@ -11,8 +11,11 @@ that `PolicyAgent.load` and ``training.evaluate`` take unchanged.
 How it is built, on RLlib's new API stack (RLModule, Learner, EnvRunner):
 
 * The env is `rummy500_env.raw_env` in RLlib's `PettingZooEnv` (every seat is an agent, a
-  turn is several steps of the same agent), made by `make_env`, a module-level function so it
-  pickles to every env runner of a cluster.
+  turn is several steps of the same agent): `Rummy500MultiAgentEnv`, a class the config
+  names, so it pickles by reference to every env runner of a cluster. Each env runner steps
+  ``num_envs_per_env_runner`` of them (32 in the packaged config) and asks each module once
+  per step for all the positions it plays in them. `SeededEpisodes` names the episodes by the
+  seed, so a seeded run replays its opponent draw.
 * Two RLModules of this package, one per network kind, both reading the ``observation``
   entry of the env's observation dict and setting the logits outside ``action_mask`` to the
   lowest float, so no illegal action is ever sampled and PPO's ratios and entropy only see
@@ -32,6 +35,8 @@ How it is built, on RLlib's new API stack (RLModule, Learner, EnvRunner):
   (``snapshot_0`` ...), which share the pool weight ``self``. Every ``snapshot_every`` env
   steps the oldest copy is overwritten with the learner's current weights. Only ``learner``
   is trained.
+* PPO: ``learner: ppo`` (the packaged config) trains with `MatchedPPOLearner`, RLlib's PPO
+  learner with `training.ppo`'s loss and Adam eps; ``learner: rllib`` with RLlib's own.
 * Checkpoints are RLlib's (``algo.save_to_path``) with the run's counters inside
   (``run_state.json``); ``--resume RUN_DIR`` rebuilds the algorithm from the run's
   ``config.json`` (any flag given again overrides it, so a run can move to a cluster with more
@@ -100,6 +105,7 @@ try:  # RLlib's classes are the bases of the modules below; without the extra, s
     from ray.rllib.core.rl_module.apis import InferenceOnlyAPI, ValueFunctionAPI
     from ray.rllib.core.rl_module.rl_module import RLModule
     from ray.rllib.core.rl_module.torch import TorchRLModule
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
     from ray.rllib.evaluation.postprocessing import Postprocessing
 
     from rummy500_env.training.ppo import ADAM_EPS, ppo_loss
@@ -320,14 +326,10 @@ def episode_id(seed: int | None, runner: int, env: int, count: int) -> str:
 
 
 def make_env(config: dict[str, Any]) -> Any:
-    """RLlib's env creator: the bare AEC env (a masked policy never plays an illegal action,
-    and one would raise) as an RLlib multi-agent env. A plain module-level function, so it
-    pickles by reference to every env runner."""
-    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
-
-    return PettingZooEnv(
-        rummy500_env.raw_env(rules=config.get("rules", "standard"), episode=config["episode"])
-    )
+    """RLlib's env: the bare AEC env (a masked policy never plays an illegal action, and one
+    would raise) as an RLlib multi-agent env (`Rummy500MultiAgentEnv`)."""
+    require_ray()
+    return Rummy500MultiAgentEnv(config)
 
 
 ACTOR_PREFIX = {"cards": "net.", "mlp": "pi."}
@@ -347,6 +349,16 @@ def masked(logits: Any, mask: Any) -> Any:
 
 
 if RAY_MISSING is None:
+
+    class Rummy500MultiAgentEnv(PettingZooEnv):  # type: ignore[misc]  # ray is untyped
+        """The bare AEC env in RLlib's `PettingZooEnv`, built from RLlib's env config
+        (``rules``, ``episode``). The config names this class, which pickles by reference to
+        every env runner, rather than a name in Tune's registry: env runners on the nodes of a
+        cluster started with ``ray start`` did not find the registered name."""
+
+        def __init__(self, config: dict[str, Any]) -> None:
+            rules, episode = config.get("rules", "standard"), config["episode"]
+            super().__init__(rummy500_env.raw_env(rules=rules, episode=episode))
 
     class CardActorCritic(TorchRLModule, ValueFunctionAPI):  # type: ignore[misc]  # ray is untyped
         """The card network (`CardPolicy`) with its own value head, as `training.ppo` trains
@@ -566,7 +578,7 @@ def build_config(args: Args) -> Any:
     return (
         PPOConfig()
         .environment(
-            "rummy500_v0",
+            Rummy500MultiAgentEnv,
             env_config={"rules": rules.to_dict(), "episode": args.episode},
             # RLlib's checker steps random, unmasked actions, which the bare env refuses.
             disable_env_checking=True,
@@ -623,7 +635,6 @@ def start_ray(args: Args) -> None:
     """Join the cluster at ``args.address``, or start a local Ray instance (`local_cpus`)."""
     require_ray()
     import ray
-    from ray.tune.registry import register_env
 
     if not ray.is_initialized():
         if args.address:
@@ -635,7 +646,6 @@ def start_ray(args: Args) -> None:
                 object_store_memory=256 * 2**20,
                 log_to_driver=True,
             )
-    register_env("rummy500_v0", make_env)
 
 
 # --- weights: snapshots and the exported network
