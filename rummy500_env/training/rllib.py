@@ -296,7 +296,8 @@ class PoolMapping:
     at random and one opponent drawn from the pool by weight takes every other seat.
 
     RLlib asks once per agent and episode, each agent on its own, so every answer derives from
-    the episode's id alone: all the seats of one episode agree on who is who.
+    the episode's id alone: all the seats of one episode agree on who is who. `SeededEpisodes`
+    names the episodes by the run's seed, so the draw replays.
     """
 
     def __init__(self, players: int, opponents: list[str], weights: list[float]) -> None:
