@@ -97,7 +97,10 @@ from rummy500_env.training.common import (
 
 try:  # RLlib's classes are the bases of the modules below; without the extra, say so on use
     import torch
-    from ray.rllib.algorithms.ppo.ppo import LEARNER_RESULTS_KL_KEY
+    from ray.rllib.algorithms.ppo.ppo import (
+        LEARNER_RESULTS_KL_KEY,
+        LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY,
+    )
     from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
     from ray.rllib.callbacks.callbacks import RLlibCallback
     from ray.rllib.core.columns import Columns
@@ -107,6 +110,7 @@ try:  # RLlib's classes are the bases of the modules below; without the extra, s
     from ray.rllib.core.rl_module.torch import TorchRLModule
     from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
     from ray.rllib.evaluation.postprocessing import Postprocessing
+    from ray.rllib.utils.torch_utils import explained_variance
 
     from rummy500_env.training.ppo import ADAM_EPS, ppo_loss
 
@@ -508,6 +512,7 @@ if RAY_MISSING is None:
                     VF_LOSS_KEY: out["value"],
                     ENTROPY_KEY: out["entropy"],
                     LEARNER_RESULTS_KL_KEY: kl,
+                    LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY: explained_variance(mb["returns"], values),
                 },
                 key=module_id,
                 window=1,
