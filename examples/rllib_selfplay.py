@@ -1,8 +1,8 @@
 """Ray RLlib: this package's pieces in your own RLlib script (``python -m training.rllib`` is
 the full trainer built from them).
 
-`rummy500_env.training.rllib` holds the glue RLlib needs for this env: a module-level env
-creator (`make_env`, picklable to every env runner), an action-masking RLModule for the
+`rummy500_env.training.rllib` holds the glue RLlib needs for this env: an env class
+(`Rummy500MultiAgentEnv`, picklable to every env runner), an action-masking RLModule for the
 env's observation dict (`MaskedActorCritic`), fixed bots as RLModules (`BotModule`) and a
 per-episode opponent draw (`PoolMapping`). `build_config` puts them in a `PPOConfig` that you
 may change further before building; `export_policy` writes the learner as the package's

@@ -261,6 +261,59 @@ def test_snapshot_copies_the_learner_to_the_env_runners(ray_instance):
 CARDS = ["--network", "cards", "--channels", "8", "--blocks", "1", "--hidden", "16"]
 
 
+def sample_batched(seed: int, steps: int = 240):
+    """Episodes of a batched env runner (4 envs, in the driver), and the batch sizes the
+    learner's network was asked for."""
+    args = rllib.Args(
+        network="cards",
+        channels=8,
+        blocks=1,
+        hidden=16,
+        num_env_runners=0,
+        num_envs_per_env_runner=4,
+        opponents={"greedy": 0.5, "self": 0.5},
+        max_snapshots=1,
+        seed=seed,
+    )
+    rllib.start_ray(args)
+    algo = rllib.build_config(args).build_algo()
+    sizes: list[int] = []
+    try:
+        net = algo.env_runner.module[rllib.LEARNER].net
+        net.register_forward_hook(lambda _m, inputs, _o: sizes.append(len(inputs[0])))
+        episodes = algo.env_runner.sample(num_timesteps=steps, random_actions=False)
+    finally:
+        algo.stop()
+    return episodes, sizes
+
+
+def test_batched_runner_asks_once_per_step_plays_legal_actions_and_replays(ray_instance):
+    """A runner of 4 envs asks the learner's network for all of its positions of a step at
+    once (batches of more than one); every action of every seat is legal in its position;
+    the same seed replays the same episodes (ids, seats, opponents, actions), which needs
+    `SeededEpisodes` (RLlib's episode ids, from which the seats are drawn, are random)."""
+    import numpy as np
+
+    episodes, sizes = sample_batched(seed=3)
+    assert max(sizes) > 1 and sum(sizes) > len(sizes)
+    played = []
+    for episode in episodes:
+        for agent, sa in sorted(episode.agent_episodes.items()):
+            actions = np.asarray(sa.get_actions())
+            masks = np.asarray(sa.get_observations()["action_mask"])[: len(actions)]
+            assert (masks[np.arange(len(actions)), actions] == 1).all(), (agent, sa.module_id)
+            played.append((episode.id_, agent, sa.module_id, actions.tolist()))
+    assert {m for _, _, m, _ in played} >= {rllib.LEARNER}
+    assert len({m for _, _, m, _ in played}) > 1  # and opponents
+    again, _ = sample_batched(seed=3)
+    replayed = [
+        (e.id_, agent, sa.module_id, np.asarray(sa.get_actions()).tolist())
+        for e in again
+        for agent, sa in sorted(e.agent_episodes.items())
+    ]
+    assert replayed == played
+
+
 def card_module():
     """The card RLModule as RLlib builds it, and a batch of env observations with their
     masks (positions of both seats, drawing and discarding)."""
@@ -319,10 +372,11 @@ def test_card_module_masks_and_reads_values_off_the_training_pass():
 def test_card_run_exports_the_learner_plays_and_refuses_another_network(
     ray_instance, tmp_path, capsys
 ):
-    """A short card-network run: its policy file holds the learner module's weights (the card
-    network with its value head, the keys of `training.ppo`'s file), loads with torch alone
-    and plays a legal game; a snapshot copies it to the env runners; resuming the run as
-    another network is refused, before anything is built and by each checkpoint."""
+    """A short card-network run, on a batched runner (4 envs) and the packaged learner: its
+    policy file holds the learner module's weights (the card network with its
+    value head, the keys of `training.ppo`'s file), the format `PolicyAgent.load` reads with
+    torch alone, and plays a legal game; a snapshot copies it to the env runners; resuming the
+    run as another network is refused, before anything is built and by each checkpoint."""
     import torch
 
     from rummy500_env.agents import GreedyAgent
@@ -335,8 +389,9 @@ def test_card_run_exports_the_learner_plays_and_refuses_another_network(
     from rummy500_env.training.rollouts import new_model
 
     run = tmp_path / "run"
-    flags = [*TINY, *CARDS, "--num-env-runners", "1", "--run-dir", str(run)]
-    args, _ = rllib.parse_args([*flags, "--total-timesteps", "400"])
+    flags = [*TINY, *CARDS, "--num-env-runners", "1", "--num-envs-per-env-runner", "4"]
+    args, _ = rllib.parse_args([*flags, "--run-dir", str(run), "--total-timesteps", "400"])
+    assert args.learner == "ppo"  # the packaged learner
     rllib.start_ray(args)
     folder = RunFolder(args, resume=False)
     algo = rllib.build_config(args).build_algo()
@@ -375,6 +430,44 @@ def test_card_run_exports_the_learner_plays_and_refuses_another_network(
     assert "channels=16 given" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="holds network"):
         rllib.restore(None, run / "checkpoints" / state["checkpoint"], rllib.Args())
+
+
+def load_parity():
+    """benchmarks/ppo_loss_parity.py as a module (its fixed batch and the three losses)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "ppo_loss_parity.py"
+    spec = importlib.util.spec_from_file_location("ppo_loss_parity", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_packaged_learner_computes_training_ppos_loss_and_rllibs_does_not():
+    """On one fixed batch (ratios beyond the clip, value errors beyond RLlib's vf_clip_param,
+    the steps RLlib's GAE appends), `MatchedPPOLearner` gives training.ppo's total, policy
+    and value loss and entropy with training.ppo's Adam eps; RLlib's own learner does not
+    (its value loss and its advantages' standardisation differ). GAE at a termination and
+    at a chunk's edge is the same in both."""
+    if rllib.RAY_MISSING is not None:
+        pytest.skip(f"Ray RLlib is not installed (the rllib extra): {rllib.RAY_MISSING}")
+    parity = load_parity()
+    args = rllib.Args(network="cards", channels=8, blocks=1, hidden=16, opponents={"greedy": 1})
+    stock, matched = parity.learner("rllib", args), parity.learner("ppo", args)
+    module = stock.module[rllib.LEARNER]
+    matched.module[rllib.LEARNER].load_state_dict(module.state_dict())
+    batch = parity.fixed_batch(module, 128, seed=0)
+    batch["advantages"] = parity.rllib_standardised(batch["raw_advantages"])
+    reference = parity.reference_loss(module.net.state_dict(), batch, args)
+    ours, theirs = parity.rllib_loss(matched, batch), parity.rllib_loss(stock, batch)
+    assert ours == pytest.approx(reference, rel=1e-5, abs=1e-6)
+    assert theirs["value"] != pytest.approx(reference["value"], rel=1e-3)
+    assert theirs["policy"] != pytest.approx(reference["policy"], abs=1e-4)
+    assert theirs["entropy"] == pytest.approx(reference["entropy"], rel=1e-5)  # the same
+    assert matched.get_optimizer(rllib.LEARNER).defaults["eps"] == 1e-5
+    assert stock.get_optimizer(rllib.LEARNER).defaults["eps"] == 1e-8
+    assert parity.gae_check(args.gamma, args.gae_lambda)["max_difference"] < 1e-5
 
 
 def test_evaluate_on_ray_gives_the_local_pools_results(ray_instance):

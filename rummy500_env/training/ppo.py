@@ -285,28 +285,63 @@ def ppo_update(
         for start in range(0, size, args.minibatch_size):
             idx = order[start : start + args.minibatch_size]
             logits, values = model(flat["obs"][idx])
-            logp_all = torch.log_softmax(masked_logits(logits, flat["masks"][idx]), -1)
-            logp = logp_all.gather(1, flat["actions"][idx, None]).squeeze(1)
-            entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
-            log_ratio = logp - flat["logprobs"][idx]
-            ratio = log_ratio.exp()
-            adv = flat["advantages"][idx]
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-            clipped = torch.clamp(ratio, 1 - args.clip_range, 1 + args.clip_range)
-            policy_loss = -torch.min(ratio * adv, clipped * adv).mean()
-            value_loss = 0.5 * ((values - flat["returns"][idx]) ** 2).mean()
-            loss = policy_loss + args.vf_coef * value_loss - args.ent_coef * entropy
+            mb = {
+                k: flat[k][idx] for k in ("masks", "actions", "logprobs", "advantages", "returns")
+            }
+            out = ppo_loss(logits, values, mb, args.clip_range, args.vf_coef, args.ent_coef)
             optimizer.zero_grad()
-            torch.autograd.backward(loss)
+            torch.autograd.backward(out["loss"])
             nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
             optimizer.step()
             with torch.no_grad():
+                ratio, log_ratio = out["ratio"], out["log_ratio"]
                 stats["kl"].append(float(((ratio - 1) - log_ratio).mean()))
                 stats["clip"].append(float(((ratio - 1).abs() > args.clip_range).float().mean()))
-            stats["policy"].append(policy_loss.item())
-            stats["value"].append(value_loss.item())
-            stats["entropy"].append(entropy.item())
+            for k in ("policy", "value", "entropy"):
+                stats[k].append(out[k].item())
     return {k: float(np.mean(v)) for k, v in stats.items()}
+
+
+ADAM_EPS = 1e-5
+"""Adam's eps in the PPO update (torch's default is 1e-8); `training.rllib`'s learner uses it
+too."""
+
+
+def ppo_loss(
+    logits: torch.Tensor,
+    values: torch.Tensor,
+    mb: dict[str, torch.Tensor],
+    clip_range: float,
+    vf_coef: float,
+    ent_coef: float,
+) -> dict[str, torch.Tensor]:
+    """The clipped PPO loss of one minibatch, as tensors: ``loss`` (what is minimised),
+    ``policy``, ``value``, ``entropy``, ``ratio`` and ``log_ratio``.
+
+    `logits` are the network's (unmasked), `values` its values; `mb` holds ``masks`` (bool),
+    ``actions``, ``logprobs`` (at sampling), ``advantages`` (GAE, not yet standardised: they
+    are standardised here, per minibatch) and ``returns``. The value loss is half the squared
+    error, unclipped. One function, so `training.rllib`'s learner computes the very same loss.
+    """
+    logp_all = torch.log_softmax(masked_logits(logits, mb["masks"]), -1)
+    logp = logp_all.gather(1, mb["actions"][:, None]).squeeze(1)
+    entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
+    log_ratio = logp - mb["logprobs"]
+    ratio = log_ratio.exp()
+    adv = mb["advantages"]
+    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    clipped = torch.clamp(ratio, 1 - clip_range, 1 + clip_range)
+    policy_loss = -torch.min(ratio * adv, clipped * adv).mean()
+    value_loss = 0.5 * ((values - mb["returns"]) ** 2).mean()
+    loss = policy_loss + vf_coef * value_loss - ent_coef * entropy
+    return {
+        "loss": loss,
+        "policy": policy_loss,
+        "value": value_loss,
+        "entropy": entropy,
+        "ratio": ratio,
+        "log_ratio": log_ratio,
+    }
 
 
 # --- checkpoints
@@ -369,7 +404,9 @@ class Trainer:
         self.args = args
         seed_and_threads(args.seed, args.threads)
         self.model = new_model(args)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.learning_rate, eps=1e-5)
+        self.optimizer = torch.optim.Adam(
+            self.model.parameters(), lr=args.learning_rate, eps=ADAM_EPS
+        )
         self.run = RunFolder(args, resume)
         if resume:
             self.state = load_checkpoint(self.run.path, self.model, self.optimizer, args)

@@ -11,8 +11,11 @@ that `PolicyAgent.load` and ``training.evaluate`` take unchanged.
 How it is built, on RLlib's new API stack (RLModule, Learner, EnvRunner):
 
 * The env is `rummy500_env.raw_env` in RLlib's `PettingZooEnv` (every seat is an agent, a
-  turn is several steps of the same agent), made by `make_env`, a module-level function so it
-  pickles to every env runner of a cluster.
+  turn is several steps of the same agent): `Rummy500MultiAgentEnv`, a class the config
+  names, so it pickles by reference to every env runner of a cluster. Each env runner steps
+  ``num_envs_per_env_runner`` of them (32 in the packaged config) and asks each module once
+  per step for all the positions it plays in them. `SeededEpisodes` names the episodes by the
+  seed, so a seeded run replays its opponent draw.
 * Two RLModules of this package, one per network kind, both reading the ``observation``
   entry of the env's observation dict and setting the logits outside ``action_mask`` to the
   lowest float, so no illegal action is ever sampled and PPO's ratios and entropy only see
@@ -32,6 +35,8 @@ How it is built, on RLlib's new API stack (RLModule, Learner, EnvRunner):
   (``snapshot_0`` ...), which share the pool weight ``self``. Every ``snapshot_every`` env
   steps the oldest copy is overwritten with the learner's current weights. Only ``learner``
   is trained.
+* PPO: ``learner: ppo`` (the packaged config) trains with `MatchedPPOLearner`, RLlib's PPO
+  learner with `training.ppo`'s loss and Adam eps; ``learner: rllib`` with RLlib's own.
 * Checkpoints are RLlib's (``algo.save_to_path``) with the run's counters inside
   (``run_state.json``); ``--resume RUN_DIR`` rebuilds the algorithm from the run's
   ``config.json`` (any flag given again overrides it, so a run can move to a cluster with more
@@ -92,10 +97,22 @@ from rummy500_env.training.common import (
 
 try:  # RLlib's classes are the bases of the modules below; without the extra, say so on use
     import torch
+    from ray.rllib.algorithms.ppo.ppo import (
+        LEARNER_RESULTS_KL_KEY,
+        LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY,
+    )
+    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+    from ray.rllib.callbacks.callbacks import RLlibCallback
     from ray.rllib.core.columns import Columns
+    from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
     from ray.rllib.core.rl_module.apis import InferenceOnlyAPI, ValueFunctionAPI
     from ray.rllib.core.rl_module.rl_module import RLModule
     from ray.rllib.core.rl_module.torch import TorchRLModule
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+    from ray.rllib.evaluation.postprocessing import Postprocessing
+    from ray.rllib.utils.torch_utils import explained_variance
+
+    from rummy500_env.training.ppo import ADAM_EPS, ppo_loss
 
     RAY_MISSING: ModuleNotFoundError | None = None
 except ModuleNotFoundError as _missing:
@@ -106,6 +123,10 @@ LEARNER = "learner"
 SNAPSHOT = "snapshot_{}"
 """Module ids of the frozen copies of the learner."""
 INSTALL = 'pip install torch==2.13.0 -e ".[rllib]"'
+
+
+LEARNERS = ("ppo", "rllib")
+"""The ``learner`` choices: training.ppo's loss and optimizer, or RLlib's PPO learner."""
 
 
 class RayMissingError(Rummy500Error):
@@ -184,6 +205,10 @@ class Args(SelfPlayArgs):
     """Initial weight of RLlib's adaptive KL penalty (0 turns it off)."""
     max_grad_norm: float | None = None
     """Gradient norm clip (RLlib's grad_clip, by global norm); None: no clip."""
+    learner: str = "rllib"
+    """PPO's loss and optimizer: "ppo" (`MatchedPPOLearner`: training.ppo's, see
+    docs/rllib.md) or "rllib" (RLlib's own PPO learner). The packaged config says which;
+    "rllib" when a config (an older run's config.json) does not."""
     network: str = "mlp"
     """Policy network: "cards" (card-structured, see `rummy500_env.agents.networks`) or "mlp".
     The packaged config says which; "mlp" when a config (an older run's config.json) does not."""
@@ -228,6 +253,7 @@ class Args(SelfPlayArgs):
         )
         require_positive_ints(self, "channels", "blocks", "hidden")
         require(self, self.network in KINDS, "network", f"use one of {KINDS}")
+        require(self, self.learner in LEARNERS, "learner", f"use one of {LEARNERS}")
         require(
             self,
             self.batch_size <= self.train_batch_size,
@@ -274,7 +300,8 @@ class PoolMapping:
     at random and one opponent drawn from the pool by weight takes every other seat.
 
     RLlib asks once per agent and episode, each agent on its own, so every answer derives from
-    the episode's id alone: all the seats of one episode agree on who is who.
+    the episode's id alone: all the seats of one episode agree on who is who. `SeededEpisodes`
+    names the episodes by the run's seed, so the draw replays.
     """
 
     def __init__(self, players: int, opponents: list[str], weights: list[float]) -> None:
@@ -293,18 +320,21 @@ class PoolMapping:
         return LEARNER if agent_id == f"player_{seat}" else opponent
 
 
+def episode_id(seed: int | None, runner: int, env: int, count: int) -> str:
+    """The id `SeededEpisodes` gives the `count`-th episode of env `env` of env runner
+    `runner`: unique in a run (RLlib keys episodes by it) and the same in a run of the same
+    seed, so `PoolMapping`'s draw from it replays."""
+    return f"s{seed}-r{runner}-e{env}-{count}"
+
+
 # --- the environment and the modules
 
 
 def make_env(config: dict[str, Any]) -> Any:
-    """RLlib's env creator: the bare AEC env (a masked policy never plays an illegal action,
-    and one would raise) as an RLlib multi-agent env. A plain module-level function, so it
-    pickles by reference to every env runner."""
-    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
-
-    return PettingZooEnv(
-        rummy500_env.raw_env(rules=config.get("rules", "standard"), episode=config["episode"])
-    )
+    """RLlib's env: the bare AEC env (a masked policy never plays an illegal action, and one
+    would raise) as an RLlib multi-agent env (`Rummy500MultiAgentEnv`)."""
+    require_ray()
+    return Rummy500MultiAgentEnv(config)
 
 
 ACTOR_PREFIX = {"cards": "net.", "mlp": "pi."}
@@ -324,6 +354,16 @@ def masked(logits: Any, mask: Any) -> Any:
 
 
 if RAY_MISSING is None:
+
+    class Rummy500MultiAgentEnv(PettingZooEnv):  # type: ignore[misc]  # ray is untyped
+        """The bare AEC env in RLlib's `PettingZooEnv`, built from RLlib's env config
+        (``rules``, ``episode``). The config names this class, which pickles by reference to
+        every env runner, rather than a name in Tune's registry: env runners on the nodes of a
+        cluster started with ``ray start`` did not find the registered name."""
+
+        def __init__(self, config: dict[str, Any]) -> None:
+            rules, episode = config.get("rules", "standard"), config["episode"]
+            super().__init__(rummy500_env.raw_env(rules=rules, episode=episode))
 
     class CardActorCritic(TorchRLModule, ValueFunctionAPI):  # type: ignore[misc]  # ray is untyped
         """The card network (`CardPolicy`) with its own value head, as `training.ppo` trains
@@ -394,6 +434,91 @@ if RAY_MISSING is None:
         def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> Any:
             return self.vf(batch[Columns.OBS]["observation"]).squeeze(-1)
 
+    class SeededEpisodes(RLlibCallback):  # type: ignore[misc]  # ray is untyped
+        """Names every new episode by `episode_id` (the seed, the env runner, its env and a
+        count) instead of RLlib's random uuid, so that the opponent pool's draw, which
+        `PoolMapping` derives from the id, replays with the run's seed. Each env runner holds
+        its own instance."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.count = 0
+
+        def on_episode_created(
+            self, *, episode: Any, env_runner: Any = None, env_index: int = 0, **kwargs: Any
+        ) -> None:
+            self.count += 1
+            runner = env_runner.worker_index if env_runner is not None else 0
+            seed = env_runner.config.seed if env_runner is not None else None
+            episode.id_ = episode_id(seed, runner, env_index, self.count)
+
+    class MatchedPPOLearner(PPOTorchLearner):  # type: ignore[misc]  # ray is untyped
+        """RLlib's PPO learner with `training.ppo`'s loss and optimizer, so the two trainers
+        differ only in how they sample.
+
+        RLlib's own loss takes the squared value error (not half of it) clamped at
+        ``vf_clip_param``, and its advantages are standardised once over the whole batch,
+        with the extra step its GAE appends to every episode chunk (masked out of the loss,
+        not out of the mean and deviation); its Adam keeps torch's eps of 1e-8. Here the loss
+        is `training.ppo.ppo_loss` itself on the minibatch's real steps (the appended ones
+        dropped): advantages standardised per minibatch, half the squared value error
+        unclipped, the same entropy over the legal actions; the optimizer is Adam with
+        `ADAM_EPS`. RLlib's GAE (with its bootstrap at the chunk edges) and its gradient clip by
+        global norm stay: they compute what training.ppo computes (docs/rllib.md, and
+        ``benchmarks/ppo_loss_parity.py`` checks it on one batch).
+        """
+
+        def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
+            params = self.get_parameters(self._module[module_id])
+            self.register_optimizer(
+                module_id=module_id,
+                optimizer=torch.optim.Adam(params, eps=ADAM_EPS),
+                params=params,
+                lr_or_lr_schedule=config.lr,
+            )
+
+        def compute_loss_for_module(
+            self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
+        ) -> Any:
+            module = self.module[module_id].unwrapped()
+            logits = fwd_out[Columns.ACTION_DIST_INPUTS]
+            values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
+            mb = {
+                "masks": batch[Columns.OBS]["action_mask"] != 0,
+                "actions": batch[Columns.ACTIONS],
+                "logprobs": batch[Columns.ACTION_LOGP],
+                "advantages": batch[Postprocessing.ADVANTAGES],
+                "returns": batch[Postprocessing.VALUE_TARGETS],
+            }
+            # the real steps: RLlib's GAE appends one to every episode chunk (loss mask False)
+            real = batch.get(Columns.LOSS_MASK, slice(None))
+            logits, values = logits[real], values[real]
+            mb = {k: v[real] for k, v in mb.items()}
+            entropy_coeff = self.entropy_coeff_schedulers_per_module[module_id].get_current_value()
+            out = ppo_loss(
+                logits, values, mb, config.clip_param, config.vf_loss_coeff, entropy_coeff
+            )
+            loss = out["loss"]
+            with torch.no_grad():
+                kl = ((out["ratio"] - 1) - out["log_ratio"]).mean()  # training.ppo's estimate
+            if config.use_kl_loss:  # RLlib's adaptive penalty, when asked for
+                dist = module.get_train_action_dist_cls()
+                old = dist.from_logits(batch[Columns.ACTION_DIST_INPUTS][real])
+                kl = old.kl(dist.from_logits(logits)).mean()
+                loss = loss + self.curr_kl_coeffs_per_module[module_id] * kl
+            self.metrics.log_dict(
+                {
+                    POLICY_LOSS_KEY: out["policy"],
+                    VF_LOSS_KEY: out["value"],
+                    ENTROPY_KEY: out["entropy"],
+                    LEARNER_RESULTS_KL_KEY: kl,
+                    LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY: explained_variance(mb["returns"], values),
+                },
+                key=module_id,
+                window=1,
+            )
+            return loss
+
     MODULES = {"cards": CardActorCritic, "mlp": MaskedActorCritic}
     """The RLModule class of each network kind."""
 
@@ -459,7 +584,7 @@ def build_config(args: Args) -> Any:
     return (
         PPOConfig()
         .environment(
-            "rummy500_v0",
+            Rummy500MultiAgentEnv,
             env_config={"rules": rules.to_dict(), "episode": args.episode},
             # RLlib's checker steps random, unmasked actions, which the bare env refuses.
             disable_env_checking=True,
@@ -488,6 +613,7 @@ def build_config(args: Args) -> Any:
             kl_coeff=args.kl_coeff,
             use_kl_loss=args.kl_coeff > 0,
             grad_clip=args.max_grad_norm,
+            learner_class=MatchedPPOLearner if args.learner == "ppo" else None,
         )
         .multi_agent(
             policies=set(specs),
@@ -495,6 +621,7 @@ def build_config(args: Args) -> Any:
             policies_to_train=[LEARNER],
         )
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
+        .callbacks(SeededEpisodes)
         .debugging(seed=args.seed, log_level="WARN")
     )
 
@@ -514,7 +641,6 @@ def start_ray(args: Args) -> None:
     """Join the cluster at ``args.address``, or start a local Ray instance (`local_cpus`)."""
     require_ray()
     import ray
-    from ray.tune.registry import register_env
 
     if not ray.is_initialized():
         if args.address:
@@ -526,7 +652,6 @@ def start_ray(args: Args) -> None:
                 object_store_memory=256 * 2**20,
                 log_to_driver=True,
             )
-    register_env("rummy500_v0", make_env)
 
 
 # --- weights: snapshots and the exported network

@@ -111,6 +111,28 @@ def sample(logp: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     return torch.argmax(logp - torch.log(-torch.log(u)), dim=-1)
 
 
+def gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    dones: torch.Tensor,
+    next_value: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> torch.Tensor:
+    """GAE advantages of (steps, games) rows: `dones[t]` ends a game after step t (its next row
+    is the next game's first, never bootstrapped), `next_value` bootstraps the last row (the
+    rollout's edge, where the games go on)."""
+    advantages = torch.zeros_like(rewards)
+    last = torch.zeros_like(next_value)
+    for t in reversed(range(len(rewards))):
+        following = next_value if t == len(rewards) - 1 else values[t + 1]
+        alive = 1.0 - dones[t]
+        delta = rewards[t] + gamma * following * alive - values[t]
+        last = delta + gamma * lam * alive * last
+        advantages[t] = last
+    return advantages
+
+
 class Collector:
     """Plays the learner in `games` and keeps the observations between rollouts."""
 
@@ -147,14 +169,7 @@ class Collector:
                 self.masks = torch.as_tensor(step.action_masks)
                 self.episode_returns += [r for r in step.episode_returns if r is not None]
             next_value = model(self.obs)[1]
-        advantages = torch.zeros_like(rewards)
-        last = torch.zeros(n)
-        for t in reversed(range(n_steps)):
-            following = next_value if t == n_steps - 1 else values[t + 1]
-            alive = 1.0 - dones[t]
-            delta = rewards[t] + gamma * following * alive - values[t]
-            last = delta + gamma * lam * alive * last
-            advantages[t] = last
+        advantages = gae(rewards, values, dones, next_value, gamma, lam)
         return Rollout(
             obs, masks, actions, logprobs, values, rewards, dones, advantages, advantages + values
         )
