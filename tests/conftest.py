@@ -12,12 +12,16 @@ extra (the modules' own reasons, or the one `EXTRAS` adds to a bare "could not i
 every run lists its skips with their reasons at the end. With RUMMY500_NO_SKIPS=1 (.ci/run
 sets it, where every extra is installed) a skipped or deselected test fails the run, unless
 `ALLOWED_SKIPS` lists it.
+
+Background jobs (tests/background.py): a test whose fixture is a registered job runs at the
+end of the session, and its job starts in a thread when collection ends, beside the rest.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import sys
 from collections.abc import Generator
 from typing import Any
 
@@ -116,9 +120,44 @@ def _unexpected() -> list[tuple[str, str]]:
     return [(n, r) for n, r in _skipped if not any(fnmatch.fnmatch(n, p) for p in allowed)]
 
 
+def _jobs_of(item: pytest.Item) -> list[Any]:
+    """The background jobs (tests/background.py) that a test's fixtures stand for; none when
+    no test module registered any (this file also runs alone, tests/test_reference_skips.py)."""
+    background = sys.modules.get("tests.background")
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    if background is None or module is None:
+        return []
+    jobs = background.JOBS
+    names = getattr(item, "fixturenames", ())
+    return [jobs[n] for n in names if n in jobs and jobs[n].module == module]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that wait on a background job run last, in their order: the job has the
+    rest of the run to finish on the other core."""
+    waiting = [item for item in items if _jobs_of(item)]
+    if waiting:
+        items[:] = [item for item in items if not _jobs_of(item)] + waiting
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the background job of each selected test that asks for one. Not in a
+    pytest-xdist worker, which collects every test but runs only those sent to it: there a
+    job starts when its test first asks for it."""
+    if session.config.option.collectonly or hasattr(session.config, "workerinput"):
+        return
+    for item in session.items:
+        for job in _jobs_of(item):
+            job.start()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Under RUMMY500_NO_SKIPS=1, an unexpected skip or any deselection fails the run."""
+    """Under RUMMY500_NO_SKIPS=1, an unexpected skip or any deselection fails the run. Ends
+    the background jobs still running (a run stopped early) and removes their folders."""
+    background = sys.modules.get("tests.background")
+    if background is not None:
+        background.finish()
     if _no_skips(session.config) and (_unexpected() or _deselected) and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -126,6 +165,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Every skip with its reason, whatever the verbosity (`-q` alone prints none)."""
     tr = terminalreporter
+    background = sys.modules.get("tests.background")
+    if background is not None and background.summary():
+        tr.write_line(background.summary())
     if _skipped:
         tr.section(f"{len(_skipped)} skipped (the reason names what to install)")
         for nodeid, reason in _skipped:

@@ -23,8 +23,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import rummy500_env
 from rummy500_env import Game, _build
+from tests import background
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path(rummy500_env.__file__).resolve().parent
@@ -341,19 +344,34 @@ def test_the_readme_error_table_holds_on_both_builds():
 # --- the pure build's share of the suite, when this run is the compiled one
 
 
-def test_the_pure_build_passes_the_core_tests():
-    """On a compiled build, the core tests and the compiled modules' doctests (conftest.py
-    leaves them to this run) pass on the pure sources too. On a pure build this whole run is
-    that test already."""
+@background.job(__name__, "pure_core_run")
+def run_the_core_tests_on_the_pure_build() -> tuple[int, str, str] | None:
+    """The pure subprocess's (exit status, output, error output); None on a pure build. A
+    background job (tests/background.py): it runs on the other core beside the rest of the
+    suite, and the test below, run last, reads its result."""
     if not rummy500_env.COMPILED:
-        assert not any(f.suffix != ".py" for f in _build.compiled_sources().values())
-        return
+        return None
     doctests = sorted(str(p.relative_to(ROOT)) for p in _build.compiled_sources().values())
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x"]
     cmd += [f"tests/{name}" for name in CORE_TESTS] + doctests
     environ = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
-    out = subprocess.run(
-        cmd, cwd=ROOT, env=environ | {_build.PURE_ENV: "1"}, capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
-    assert re.search(r"\d+ passed", out.stdout), out.stdout[-2000:]
+    return background.call(cmd, ROOT, timeout=3600, env=environ | {_build.PURE_ENV: "1"})
+
+
+@pytest.fixture
+def pure_core_run() -> tuple[int, str, str] | None:
+    return background.result("pure_core_run")
+
+
+def test_the_pure_build_passes_the_core_tests(pure_core_run: tuple[int, str, str] | None):
+    """On a compiled build, the core tests and the compiled modules' doctests (conftest.py
+    leaves them to this run) pass on the pure sources too. On a pure build this whole run is
+    that test already."""
+    if not rummy500_env.COMPILED:
+        assert pure_core_run is None
+        assert not any(f.suffix != ".py" for f in _build.compiled_sources().values())
+        return
+    assert pure_core_run is not None
+    returncode, stdout, stderr = pure_core_run
+    assert returncode == 0, stdout[-5000:] + stderr[-3000:]
+    assert re.search(r"\d+ passed", stdout), stdout[-2000:]

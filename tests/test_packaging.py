@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import email.message
 import email.parser
+import importlib.util
 import json
 import os
 import re
@@ -31,20 +32,31 @@ from pathlib import Path
 import pytest
 
 import rummy500_env
+from tests import background
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCH = "torch==2.13.0"  # the README's pin: the CPU build, never a CUDA download
 SKIP = shutil.ignore_patterns(".*", "build", "dist", "runs", "*.egg-info", "__pycache__")
 
 
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("build", reason="the test extra installs build")
-    out = tmp_path_factory.mktemp("dist")
+@background.job(__name__, "dist")
+def build_dist() -> Path | None:
+    """The sdist and the wheel, built in the background (tests/background.py): the folder
+    holding them; None without the build module (the fixture skips, naming the extra)."""
+    if importlib.util.find_spec("build") is None:
+        return None
+    out = background.temp_dir("dist")
     source = out / "source"
     shutil.copytree(ROOT, source, ignore=SKIP)
     build = [sys.executable, "-m", "build", "--outdir", str(out), str(source)]
-    run(build, cwd=out, timeout=1200)  # the wheel compiles the core (a minute or two)
+    background.run(build, cwd=out, timeout=1200)  # the wheel compiles the core (a minute or two)
+    return out
+
+
+@pytest.fixture(scope="module")
+def dist() -> Path:
+    pytest.importorskip("build", reason="the test extra installs build")
+    out: Path = background.result("dist")
     return out
 
 
@@ -161,16 +173,28 @@ CLEAN = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL
 CLEAN.pop("RUMMY500_PURE", None)
 
 
-@pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A fresh venv with the wheel and its train and play extras: (its folder, its python)."""
-    env_dir = tmp_path_factory.mktemp("installed") / "venv"
+@background.job(__name__, "installed")
+def install_the_wheel() -> tuple[Path, str] | None:
+    """A fresh venv with the wheel and its train and play extras, made in the background
+    after the build: (its folder, its python); None where the build module is missing."""
+    out = background.result("dist")
+    if out is None:
+        return None
+    (wheel,) = out.glob("rummy500_env-*.whl")
+    env_dir = background.temp_dir("installed") / "venv"
     venv.create(env_dir, with_pip=True)
     python = str(env_dir / "bin" / "python")
     pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    run([*pip, TORCH], cwd=env_dir, env=CLEAN)
-    run([*pip, TORCH, f"{wheel}[train,play]"], cwd=env_dir, env=CLEAN)
+    background.run([*pip, TORCH], cwd=env_dir, env=CLEAN)
+    background.run([*pip, TORCH, f"{wheel}[train,play]"], cwd=env_dir, env=CLEAN)
     return env_dir, python
+
+
+@pytest.fixture(scope="module")
+def installed(dist: Path) -> tuple[Path, str]:
+    """A fresh venv with the wheel and its train and play extras: (its folder, its python)."""
+    made: tuple[Path, str] = background.result("installed")
+    return made
 
 
 def test_the_installed_wheel_trains_evaluates_and_serves(

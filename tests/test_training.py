@@ -22,6 +22,7 @@ import torch
 from rummy500_env.agents.policy import PolicyAgent, PolicyLoadError
 from rummy500_env.training.common import ConfigError
 from rummy500_env.training.ppo import main, parse_args
+from tests import background
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
@@ -98,23 +99,25 @@ sys.exit(ppo.main(sys.argv[1:]))
 """
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    """Train, SIGKILL one rollout after the second checkpoint, resume to the end."""
-    run = tmp_path_factory.mktemp("ppo") / "run"
+@background.job(__name__, "trained")
+def train_kill_and_resume() -> Path:
+    """Train, SIGKILL one rollout after the second checkpoint, resume to the end: the run's
+    folder. A background job (tests/background.py): these subprocesses run on the other core
+    beside the rest of the suite, and the tests that read the run come last."""
+    run = background.temp_dir("ppo") / "run"
     env = os.environ | {"PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
+    proc = background.popen(
         [sys.executable, "-c", PAUSING, *TINY, "--run-dir", str(run)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        text=True,
     )
     lines: list[str] = []
     stopped = threading.Event()  # PAUSED read, or the output ended
 
     def read() -> None:
+        assert proc.stdout is not None
         for line in proc.stdout:
             lines.append(line)
             if line.strip() == "PAUSED":
@@ -136,9 +139,23 @@ def trained(tmp_path_factory) -> Path:
     state = json.loads((run / "state.json").read_text())
     killed_at = state["timesteps"]
     assert killed_at == 1024 and (ckpts / state["checkpoint"]).exists()  # checkpoint 2
-    out, _ = ppo("--resume", str(run)).communicate(timeout=600)
+    code, out, _ = background.call(
+        [sys.executable, "-m", "training.ppo", "--resume", str(run)],
+        ROOT,
+        timeout=600,
+        env=env,
+        stderr=subprocess.STDOUT,
+    )
+    assert code == 0, out
     assert f"at {killed_at} timesteps" in out, out
     assert (run / "policy.pt").exists(), out
+    return run
+
+
+@pytest.fixture(scope="module")
+def trained() -> Path:
+    """A run trained, killed one rollout after its second checkpoint and resumed to the end."""
+    run: Path = background.result("trained")
     return run
 
 
