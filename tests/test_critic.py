@@ -89,9 +89,10 @@ def test_the_obs_critic_trains_the_same_weights_as_before_the_field(tmp_path, ne
     assert digest(weights) == pytest.approx(BEFORE[network], rel=1e-6, abs=1e-6)
 
 
-def test_a_config_without_the_field_is_the_obs_critic():
-    fields = load_yaml("ppo")
-    assert "critic" not in fields or fields["critic"] == "obs"
+@pytest.mark.parametrize("config", ["ppo", "ppo_long", "ppo_3p", "ppo_4p", "ppo_jokers_calls"])
+def test_the_packaged_configs_and_a_config_without_the_field_are_the_obs_critic(config):
+    fields = load_yaml(config)
+    assert args_from_dict(fields).critic == "obs"
     assert args_from_dict({k: v for k, v in fields.items() if k != "critic"}).critic == "obs"
 
 
