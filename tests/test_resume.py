@@ -1,6 +1,6 @@
 """``--resume`` of a training run: a run folder that was moved or copied resumes with its own
 snapshots, and a resume that would change what the run is made of (its rules, episode,
-network or encodings) is refused before any work, naming the field and both values."""
+network, critic or encodings) is refused before any work, naming the field and both values."""
 
 from __future__ import annotations
 
@@ -149,6 +149,7 @@ def test_a_run_whose_snapshot_file_is_gone_says_which(
         (["--episode", "game"], ["episode='game'", "episode='hand'"]),
         (["--channels", "16"], ["network", "channels=16", "channels=4"]),
         (["--network", "mlp"], ["network", "network='mlp'", "network='cards'"]),
+        (["--critic", "full"], ["critic='full' given", "critic='obs' in the run", "--critic"]),
     ],
 )
 def test_a_resume_that_changes_what_the_run_is_made_of_is_refused_before_any_work(

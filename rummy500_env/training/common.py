@@ -88,6 +88,9 @@ class TrainArgs(abc.ABC):
     the policy's metadata, ``python -m training.<TRAINER>``."""
     STEPS: ClassVar[str] = "timesteps"
     """What `total_timesteps` counts, in messages."""
+    RESUME_KEEPS: ClassVar[tuple[str, ...]] = ()
+    """More fields a resumed run must keep (its checkpoints hold what they made), beside its
+    rules, episode and network, which every trainer keeps (`check_resume`)."""
 
     rules: str = "standard"
     """Rules the policy plays: a preset, a preset and field=value overrides
@@ -430,7 +433,9 @@ def check_resume(saved: TrainArgs, args: TrainArgs, run: Path) -> None:
     keep what the run's checkpoints and snapshots are made of: its rules, its episode (the
     returns its value head learned), its network's shape and the encodings of observations
     and actions. Called while parsing, before any folder, model or game is made. Budgets,
-    intervals, workers, opponents, evaluations and hyperparameters may change on a resume."""
+    intervals, workers, opponents, evaluations and hyperparameters may change on a resume;
+    the trainer's `TrainArgs.RESUME_KEEPS` may not (training.ppo's critic: its checkpoints
+    hold that critic's weights)."""
     where = f"--resume {str(run)!r}"
     try:
         theirs = saved.game_rules()
@@ -448,6 +453,15 @@ def check_resume(saved: TrainArgs, args: TrainArgs, run: Path) -> None:
             "its value head learned that episode's returns: drop --episode, or start a new run "
             "from its policy (--init-policy RUN/policy.pt)"
         )
+
+    for name in type(args).RESUME_KEEPS:
+        ours, run_value = getattr(args, name), getattr(saved, name)
+        if ours != run_value:
+            raise ConfigError(
+                f"{where}: {differences({name: ours}, {name: run_value})}; its checkpoints "
+                f"hold what that {name} made: drop --{name.replace('_', '-')}, or start a new "
+                "run from its policy (--init-policy RUN/policy.pt)"
+            )
 
     def shape(spec: dict[str, Any]) -> dict[str, Any]:
         return {("network" if k == "kind" else k): v for k, v in spec.items()}

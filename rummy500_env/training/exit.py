@@ -131,6 +131,11 @@ class Args(TrainArgs):
     """Value target: this share of the search's value, the rest the hand's outcome."""
     max_grad_norm: float = 0.5
     """Gradient norm clip."""
+    critic: str = "obs"
+    """What the value head reads: only "obs" (the observation). A critic that sees the other
+    seats' hands ("full", training.ppo's) has no use here: no advantage is estimated (the
+    policy learns the search's targets), and the value head is the search's leaf, which must
+    value positions from what a seat can see."""
     threads: int = 2
     """Torch threads of the update."""
     progress: bool = True
@@ -168,6 +173,15 @@ class Args(TrainArgs):
         require(self, self.value_coef >= 0, "value_coef", "use a number >= 0")
         require(self, 0 <= self.value_mix <= 1, "value_mix", "use a number in [0, 1]")
         require(self, self.max_grad_norm > 0, "max_grad_norm", "use a number > 0")
+        require(
+            self,
+            self.critic == "obs",
+            "critic",
+            "expert iteration learns values from the search's labels and the hands' outcomes, "
+            "with no advantages a full-information critic could steady, and its value head is "
+            "the search's leaf, which may read only what a seat sees: use 'obs' (a critic that "
+            "sees the whole table is training.ppo's --critic full)",
+        )
         require(
             self,
             self.address is None or self.ray,
