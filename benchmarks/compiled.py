@@ -5,10 +5,11 @@
 `--tree` is a checkout with the compiled core built in place (``pip install -e .`` or
 ``python setup.py build_ext --inplace``); its pure build is the same tree under
 ``RUMMY500_PURE=1``. Each run measures, in turn, the compiled build, the peers
-(shared/benchmarks/anchors_bench.py, when its venv exists) and the pure build, with
-``python -m rummy500_env.bench --json`` (engine decisions/s, raw_env() and env() AEC steps/s,
-the peers' own loop): this shared machine's speed swings by a third within an hour, so every
-ratio is the median of the per-run ratios, each run's figures taken minutes apart at most.
+(benchmarks/peers/peers_bench.py, once benchmarks/peers/setup.sh has built their venv) and
+the pure build, with ``python -m rummy500_env.bench --json`` (engine decisions/s, raw_env()
+and env() AEC steps/s, the peers' own loop): this shared machine's speed swings by a third
+within an hour, so every ratio is the median of the per-run ratios, each run's figures taken
+minutes apart at most.
 
 `--instructions` also counts instructions with valgrind's callgrind (PYTHONHASHSEED fixed;
 start-up subtracted): 40 seeded random hands through `legal_actions` + `apply`, 4 seeded

@@ -3,8 +3,13 @@
 
 Prints decisions/s and hands/s of the engine under random legal play, AEC steps/s of the
 PettingZoo env (``raw_env`` and the wrapped ``env()``), and, when the peers' virtual
-environment exists (``ANCHORS_VENV``; their benchmark script at ``ANCHORS_SCRIPT``), the peers
-measured in the same run, with our/peer ratios. Speed targets live here, never in timed tests.
+environment exists, the peers measured in the same run, with our/peer ratios. Speed targets
+live here, never in timed tests.
+
+The peers are measured by benchmarks/peers/peers_bench.py, in the virtual environment
+benchmarks/peers/setup.sh builds (``PEERS_VENV``, by default ``$TMPDIR/rummy500-peers``). Both
+live in a checkout of the repository, not in the wheel: an installed package finds the script
+through ``PEERS_SCRIPT``, or says it has none and measures only itself.
 
 ``--rules`` measures other rules than ``standard`` (a preset, a preset and ``field=value``
 overrides, or a JSON object of `Rules` fields: `Rules.parse`):
@@ -39,9 +44,9 @@ from rummy500_env.engine.game import Game
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import PRESETS, Rules
 
-_DEFAULT_ANCHORS_SCRIPT = Path(__file__).resolve().parents[2] / "shared/benchmarks/anchors_bench.py"
-"""Where a development checkout finds the peers' benchmark (beside the repository)."""
-ANCHORS_VENV = Path(os.environ.get("ANCHORS_VENV") or Path(tempfile.gettempdir()) / "anchors-venv")
+CHECKOUT_PEERS_SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks/peers/peers_bench.py"
+"""Where a checkout of the repository holds the peers' benchmark (benchmarks/ is not in the
+wheel)."""
 # engine, raw env, wrapped env: the peer each one is measured against, and the target ratio of
 # the compiled build (docs/speed.md; the pure build's targets were 1, 1 and 4).
 PEERS = {
@@ -95,9 +100,10 @@ def bench_env(
     seconds: float, wrapped: bool, reps: int = 3, rules: Rules | str = "standard"
 ) -> dict[str, float]:
     """AEC decisions/s with random masked actions, measured the way the peers' benchmark
-    measures PettingZoo envs (`_aec_bench` in anchors_bench.py): at every step `last()`
-    fetches the observation and the mask and `random.randrange` picks a legal id; decisions
-    are the steps of agents still playing, per second spent stepping (resets excluded).
+    measures PettingZoo envs (`aec_episode` in benchmarks/peers/peers_bench.py): at every
+    step `last()` fetches the observation and the mask and `random.randrange` picks a legal
+    id; decisions are the steps of agents still playing, per second spent stepping (resets
+    excluded).
     The median of `reps` runs of `seconds` each, as the peers get; hands/s counts resets."""
     import numpy as np
 
@@ -175,47 +181,63 @@ def _seconds_arg(text: str) -> float:
     return seconds
 
 
-def run_anchors(names: list[str], seconds: float) -> dict[str, Any]:
-    """Measure the peers with shared/benchmarks/anchors_bench.py, if its venv exists."""
-    python = ANCHORS_VENV / "bin" / "python"
-    script = Path(os.environ.get("ANCHORS_SCRIPT") or _DEFAULT_ANCHORS_SCRIPT)
-    if not python.exists() or not script.exists():
+def peers_venv() -> Path:
+    """The peers' virtual environment: ``PEERS_VENV``, or where setup.sh builds it."""
+    return Path(os.environ.get("PEERS_VENV") or Path(tempfile.gettempdir()) / "rummy500-peers")
+
+
+def peers_script() -> Path:
+    """The peers' benchmark: ``PEERS_SCRIPT``, or the checkout's."""
+    return Path(os.environ.get("PEERS_SCRIPT") or CHECKOUT_PEERS_SCRIPT)
+
+
+def run_peers(names: list[str], seconds: float) -> dict[str, Any]:
+    """Measure the peers with benchmarks/peers/peers_bench.py in their virtual environment;
+    say why not (on stderr) when either is missing."""
+    python, script = peers_venv() / "bin" / "python", peers_script()
+    if not script.exists():
+        print(
+            f"(peers not measured: no {script}; the peers' benchmark is in a checkout of the "
+            "repository, benchmarks/peers/, not in the installed package: set PEERS_SCRIPT)",
+            file=sys.stderr,
+        )
         return {}
-    cmd = [
-        str(python),
-        str(script),
-        "--json",
-        "--only",
-        ",".join(names),
-        "--reps",
-        "3",
-        "--seconds",
-        str(seconds),
-        "--warmup",
-        "0.5",
-    ]
+    if not python.exists():
+        print(
+            f"(peers not measured: no virtual environment at {python.parent.parent}; build it "
+            f"with {script.parent / 'setup.sh'}, or set PEERS_VENV)",
+            file=sys.stderr,
+        )
+        return {}
+    cmd = [str(python), str(script), "--json", "--only", ",".join(names)]
+    cmd += ["--reps", "3", "--seconds", str(seconds), "--warmup", "0.5"]
+    cmd += ["--legacy-pz-path", str(peers_venv() / "extra" / "pz1261")]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
-        return dict(json.loads(done.stdout)["results"])
+        results = dict(json.loads(done.stdout)["results"])
     except (subprocess.SubprocessError, ValueError, KeyError) as e:
         print(f"(peers not measured: {e})", file=sys.stderr)
         return {}
+    for name, entry in results.items():
+        if "metrics" not in entry:
+            print(f"(peer {name} not measured: {'; '.join(entry['errors'])})", file=sys.stderr)
+    return results
 
 
 def compare_peers(ours: dict[str, float], wanted: list[str], seconds: float) -> dict[str, Any]:
     """Measure the peers of `wanted` figures now and give our ratio to each."""
     names = [PEERS[k][0] for k in wanted] + [MORE_PEERS[k] for k in wanted if k in MORE_PEERS]
-    peers = run_anchors(names, seconds)
+    peers = run_peers(names, seconds)
     out: dict[str, Any] = {}
     for key in wanted:
         name, metric, need = PEERS[key]
-        if name not in peers:
+        if "metrics" not in peers.get(name, {}):  # not measured, or every repetition failed
             continue
         value = peers[name]["metrics"][metric]["median"]
         out[key] = {"peer": name, "steps_per_s": value, "ratio": ours[key] / value}
         out[key]["target_ratio"] = need
         more = MORE_PEERS.get(key)
-        if more in peers:
+        if more is not None and "metrics" in peers.get(more, {}):
             value = peers[more]["metrics"][metric]["median"]
             out[key]["also"] = {"peer": more, "steps_per_s": value, "ratio": ours[key] / value}
     return out

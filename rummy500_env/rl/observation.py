@@ -331,14 +331,19 @@ class ObservationEncoder:
 
     def put_exact_hand(self, obs: Any, game: Game, observer: int) -> None:
         """The rest of the exact part after the table, which moves with a pile pickup, a
-        play or a hand: own known cards, dealer, hands played, totals, the hand's scores."""
-        n, at = self.players, self.at
-        known = at["own_known"]
+        play or a hand: own known cards, then `put_exact_facts`."""
+        known = self.at["own_known"]
         if game.known_once[observer]:
             for c in multiset_cards(game.known_once[observer], game.known_twice[observer]):
                 obs[known + c] += self.inv_decks
+        self.put_exact_facts(obs, game, observer)
+
+    def put_exact_facts(self, obs: Any, game: Game, observer: int) -> None:
+        """The exact part after own known cards: own known jokers, dealer, hands played,
+        totals, the hand's scores."""
+        n, at = self.players, self.at
         if self.joker_count:
-            obs[known + 52] = game.known_jokers[observer] / self.joker_count
+            obs[at["own_known"] + 52] = game.known_jokers[observer] / self.joker_count
         i = at["exact_state"]
         obs[i] = (game.dealer - observer) % n / n
         obs[i + 3] = game.hands_played / EXACT_SCALE

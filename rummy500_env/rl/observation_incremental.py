@@ -16,15 +16,21 @@ least 5% of a `raw_env` step:
 * one table block shared by all observers, updated by the melds that changed and copied
   rotated, instead of every observer rewriting its table from the melds: 15% of the
   instructions of a `raw_env` step (callgrind, random play);
-* the exact part's table places computed once per table for all observers and written with
-  one numpy assignment when the table changes, and the rest of the exact part rewritten only
-  when what it holds moved: writing it whole at every step took 40% more instructions per
-  `raw_env` step than the env without it (callgrind, `benchmarks/instructions.py`).
+* the exact part's table places kept for each observer beside the shared table block and
+  copied with one numpy assignment when the table changes, and the rest of the exact part
+  rewritten only when what it holds moved: writing it whole at every step took 40% more
+  instructions per `raw_env` step than the env without it (callgrind,
+  `benchmarks/instructions.py`); with one deck and no jokers the places are updated by the
+  melds that changed, instead of recomputed for the whole table: 9% of a `raw_env` step's
+  instructions (callgrind, `benchmarks/env_steps.py`: 99k to 90k a step);
+* the observer's own known cards in the exact part recounted where they changed, as the
+  opponents' are, instead of rewriting that part with them: random play picks cards up
+  from the pile every few turns, and the rewrite took 6% of a `raw_env` step's
+  instructions (callgrind, `benchmarks/env_steps.py`: 103k to 97k a step).
 """
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
@@ -50,15 +56,13 @@ class IncrementalEncoder(ObservationEncoder):
             for o in range(n)
         ]
         """For each observer, each opponent's absolute seat and where its `known` row starts."""
-        self._opponents_of = [
-            operator.itemgetter(*(p for p in range(n) if p != o)) for o in range(n)
-        ]
-        """For each observer, a getter of the opponents' entries of a per-seat list."""
+        self._opponents_of = [[p for p in range(n) if p != o] for o in range(n)]
+        """For each observer, the opponents' seats."""
         self._deck_size = rules.deck_size  # a property: read once here, not at every step
         self._table_exact = slice(self.at["table_exact"], self.at["own_known"])
         """The exact part's table block: rewritten with the table (`_copy_table`)."""
-        self._state_at = self.at["own_known"]
-        """Where the exact part after the table starts: rewritten at every update."""
+        self._facts_at = self.at["own_known"] + 52
+        """Where the exact part after own known cards starts (`put_exact_facts`)."""
         self._forget()
 
     def _forget(self) -> None:
@@ -119,16 +123,21 @@ class IncrementalEncoder(ObservationEncoder):
         if self._wild:  # jokers and calls (docs/rules.md §5): small slices, rewritten
             last.obs[self.extras_at : self.features_size] = 0.0
             self.put_jokers_and_calls(last.obs, game, observer)
-        # The exact part after the table: its counters at every update, the rest when the
-        # hand's facts it holds moved.
-        self.put_exact_counters(mv, game, observer)
+        # The exact part after the table: own known cards recounted where they changed, the
+        # counters at every update, the rest when the hand's facts it holds moved.
         o = observer
-        key: tuple[object, ...] = (game.hands_played, game.is_hand_over, game.known_once[o])
-        key += (game.known_twice[o], game.known_jokers[o], game.dealer, *game.totals_before)
+        one, two = game.known_once[o], game.known_twice[o]
+        if one != last.own_once or two != last.own_twice:
+            at = self.at["own_known"]
+            self._recount(mv, at, last.own_once ^ one | last.own_twice ^ two, one, two)
+            last.own_once, last.own_twice = one, two
+        key: tuple[object, ...] = (game.hands_played, game.is_hand_over, game.known_jokers[o])
+        key += (game.dealer, *game.totals_before)
         if key != last.exact_key:
-            last.obs[self._state_at :] = 0.0
-            self.put_exact_state(mv, game, observer)
+            last.obs[self._facts_at :] = 0.0
+            self.put_exact_facts(mv, game, observer)
             last.exact_key = key
+        self.put_exact_counters(mv, game, observer)
         return last.obs.copy()
 
     def _update_cards(self, last: _Last, game: Game) -> None:
@@ -144,8 +153,7 @@ class IncrementalEncoder(ObservationEncoder):
             self._pile_update(last, game.pile)
         opponents = self._opponents_of[observer]  # the observer's own known cards don't count
         k1, k2 = game.known_once, game.known_twice
-        changed = opponents(k1) != opponents(last.known_once)
-        if changed or opponents(k2) != opponents(last.known_twice):
+        if _differ(opponents, k1, last.known_once) or _differ(opponents, k2, last.known_twice):
             self._update_known(last, k1, k2)
 
     def _update_scalars(self, last: _Last, game: Game) -> None:
@@ -243,7 +251,8 @@ class IncrementalEncoder(ObservationEncoder):
         if melds == t.melds:
             return t
         mv, points, fit_count, h = t.mv, t.points, t.fit_count, self.inv_decks
-        for sign, m in _meld_changes(t.melds, melds):
+        changes = _meld_changes(t.melds, melds)
+        for sign, _, m in changes:
             idx, fits, values = self.meld_part(m, 0)
             d = sign * h
             for i in idx:  # no index twice within one meld
@@ -254,9 +263,29 @@ class IncrementalEncoder(ObservationEncoder):
             for owner, value in values:
                 points[owner] += sign * value
         t.melds = melds[:]
-        t.exact = self.exact_table(t.melds)
+        self._sync_exact(t, changes)
         t.version += 1
         return t
+
+    def _sync_exact(self, t: _Table, changes: list[tuple[int, int, Meld]]) -> None:
+        """Each observer's exact table places (`_Table.exact`), brought up to `t.melds`.
+        With one deck and no jokers every card has one place: only the melds that changed
+        are written (their places are zeroed first when they leave); otherwise a second copy
+        or a joker may move another meld's places, and every observer's are rewritten."""
+        if self.decks == 1 and not self.joker_count:
+            for sign, i, m in changes:  # those that leave come first
+                places = self.exact_meld(m, i)
+                for o, mv in enumerate(t.exact_mv):
+                    if sign > 0:
+                        self.put_exact_table(mv, places, o)
+                        continue
+                    for k, _, _ in places:
+                        mv[k] = 0.0
+            return
+        places = self.exact_table(t.melds)
+        for o, block in enumerate(t.exact):
+            block[self._table_exact] = 0.0
+            self.put_exact_table(t.exact_mv[o], places, o)
 
     def _copy_table(self, last: _Last, table: _Table) -> None:
         """Copy the shared table block into `last.obs`, owner rows rotated to the observer."""
@@ -266,8 +295,7 @@ class IncrementalEncoder(ObservationEncoder):
         obs[a:b] = block[a + o * 52 : a + n * 52]
         obs[b : a + n * 52] = block[a : a + o * 52]
         obs[a + n * 52 : end] = block[a + n * 52 : end]
-        obs[self._table_exact] = 0.0
-        self.put_exact_table(last.mv, table.exact, o)
+        obs[self._table_exact] = table.exact[o][self._table_exact]
         last.table_version = table.version
         last.totals = None  # table points may have changed: rewrite them with the totals
 
@@ -280,6 +308,14 @@ class IncrementalEncoder(ObservationEncoder):
             mv[i + n] = clip(points[p] / target)
             i += 1
         last.totals = totals[:]
+
+
+def _differ(seats: list[int], a: list[int], b: list[int]) -> bool:
+    """Whether the per-seat lists `a` and `b` differ at one of `seats`."""
+    for p in seats:
+        if a[p] != b[p]:
+            return True
+    return False
 
 
 def _common_bottom(old: list[int], new: list[int]) -> int:
@@ -298,13 +334,14 @@ def _common_bottom(old: list[int], new: list[int]) -> int:
     return 0
 
 
-def _meld_changes(old: list[Meld], new: list[Meld]) -> list[tuple[int, Meld]]:
-    """The melds to take out (-1) and put in (+1) to turn the table `old` into `new`."""
+def _meld_changes(old: list[Meld], new: list[Meld]) -> list[tuple[int, int, Meld]]:
+    """The melds to take out (-1) and put in (+1) to turn the table `old` into `new`, with
+    their places on their table; those taken out come first."""
     lo, ln = len(old), len(new)
     if ln == lo + 1 and new[:lo] == old:  # a new meld
-        return [(1, new[lo])]
-    out = [(-1, old[i]) for i in range(lo) if i >= ln or new[i] is not old[i]]
-    return out + [(1, new[i]) for i in range(ln) if i >= lo or old[i] is not new[i]]
+        return [(1, lo, new[lo])]
+    out = [(-1, i, old[i]) for i in range(lo) if i >= ln or new[i] is not old[i]]
+    return out + [(1, i, new[i]) for i in range(ln) if i >= lo or old[i] is not new[i]]
 
 
 def _float_view(a: FloatArray) -> Any:
@@ -328,6 +365,8 @@ class _Last:
         "mv",
         "obs",
         "observer",
+        "own_once",
+        "own_twice",
         "pile",
         "table_version",
         "totals",
@@ -341,12 +380,15 @@ class _Last:
         self.held_once, self.held_twice = game.held_once[observer], game.held_twice[observer]
         self.pile = game.pile[:]
         self.known_once, self.known_twice = game.known_once[:], game.known_twice[:]
+        self.own_once, self.own_twice = game.known_once[observer], game.known_twice[observer]
+        """The observer's own known cards the observation holds (the exact part's)."""
         self.table_version = encoder._sync_table(game.melds).version
         self.totals: list[int] | None = game.totals_before[:]
         self.count, self.turns, self.hands = game.count[:], game.turns, game.hands_played
         self.extras = encoder._extras(game)
         self.exact_key: tuple[object, ...] = ()
-        """What the exact part after the table was last written from (() forces a write)."""
+        """What the exact part after own known cards was last written from (() forces a
+        write)."""
 
 
 class _Table:
@@ -354,7 +396,7 @@ class _Table:
     seat 0 sees it, with each seat's table points; shared by the observers, which copy it
     rotated when its version moves on."""
 
-    __slots__ = ("block", "exact", "fit_count", "melds", "mv", "points", "version")
+    __slots__ = ("block", "exact", "exact_mv", "fit_count", "melds", "mv", "points", "version")
 
     def __init__(self, encoder: ObservationEncoder) -> None:
         self.block = np.zeros(encoder.size, dtype=np.float32)  # only the table slices are used
@@ -362,6 +404,8 @@ class _Table:
         self.melds: list[Meld] = []
         self.points = [0] * encoder.players
         self.fit_count: dict[int, int] = {}
-        self.exact = encoder.exact_table([])
-        """The exact part's table places, for any observer (`exact_table`)."""
+        self.exact: list[FloatArray] = [np.zeros(encoder.size, np.float32) for _ in self.points]
+        """For each observer, its exact part's table places (`put_exact_table`; only that
+        slice is used)."""
+        self.exact_mv = [_float_view(a) for a in self.exact]
         self.version = 0
