@@ -821,7 +821,7 @@ class RunFolder:
             self.writer.add_scalar(f"eval/win_rate_vs_{bot}", r["win_rate_a"], timesteps)
             self.writer.add_scalar(f"eval/margin_vs_{bot}", r["margin_a"], timesteps)
             row[f"win_rate_vs_{bot}"] = r["win_rate_a"]
-        self._append_evaluation(row)
+        self.append_row("evaluations.csv", row)
         print("evaluation at", timesteps, {k: v for k, v in row.items() if k != "timesteps"})
         return results
 
@@ -857,8 +857,9 @@ class RunFolder:
         )
         return policy
 
-    def _append_evaluation(self, row: dict[str, Any]) -> None:
-        path = self.path / "evaluations.csv"
+    def append_row(self, name: str, row: dict[str, Any]) -> None:
+        """Append `row` to the run folder's CSV file `name` (its header first, when new)."""
+        path = self.path / name
         new = not path.exists()
         with open(path, "a", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(row))

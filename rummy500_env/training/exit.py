@@ -534,13 +534,7 @@ class Trainer:
         row = {"labels": self.timesteps, "hands": pair["games"], "margin": pair["margin_a"]}
         row |= dict(zip(("low", "high"), pair["margin_a_ci95"], strict=True))
         self.run.writer.add_scalar("eval/margin_vs_start", row["margin"], self.timesteps)
-        path = self.run.path / "start_margins.csv"
-        new = not path.exists()
-        with open(path, "a") as f:
-            if new:
-                f.write(",".join(row) + "\n")
-            f.write(",".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row.values()))
-            f.write("\n")
+        self.run.append_row("start_margins.csv", row)
         print(
             f"against the start policy at {self.timesteps:,} labels: {row['margin']:+.1f} a hand "
             f"({row['low']:+.1f} to {row['high']:+.1f}, {row['hands']} hands)",
