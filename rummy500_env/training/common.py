@@ -789,13 +789,19 @@ class RunFolder:
         print(f"run folder: {self.path}\nconfig: {json.dumps(jsonable(self.args))}", flush=True)
 
     def evaluate(
-        self, actor: nn.Module, timesteps: int, games: int, final: bool = False
+        self,
+        actor: nn.Module,
+        timesteps: int,
+        games: int,
+        final: bool = False,
+        learner_steps: int | None = None,
     ) -> dict[str, Any]:
         """Export the learner to ``eval_policy.pt`` and play `games` duplicate-deal games to the
         target against a field of each of `eval_bots` (`tournament.Config.field`: at two
-        players, one against one); the win rates go to TensorBoard and ``evaluations.csv``.
-        Returns the results by bot (games, wins, win rate with its interval, mean final margin
-        with its interval)."""
+        players, one against one); the win rates go to TensorBoard and ``evaluations.csv``
+        (with a ``learner_steps`` column when the run counts env steps as its timesteps, so
+        that its curve compares with `training.ppo`'s). Returns the results by bot (games,
+        wins, win rate with its interval, mean final margin with its interval)."""
         args = self.args
         path = self.path / "eval_policy.pt"
         export_policy(actor, args, path, timesteps)
@@ -817,6 +823,8 @@ class RunFolder:
             r["b"]: {k: r[k] for k in keys} for r in summary["pairs"] if r["a"] == label
         }
         row: dict[str, Any] = {"timesteps": timesteps}
+        if learner_steps is not None:
+            row["learner_steps"] = learner_steps
         for bot, r in results.items():
             self.writer.add_scalar(f"eval/win_rate_vs_{bot}", r["win_rate_a"], timesteps)
             self.writer.add_scalar(f"eval/margin_vs_{bot}", r["margin_a"], timesteps)
@@ -834,7 +842,8 @@ class RunFolder:
             f"({args.final_eval_games} games each, duplicate deals)...",
             flush=True,
         )
-        results = self.evaluate(actor, steps, args.final_eval_games, final=True)
+        learner_steps = state.get("learner_steps")
+        results = self.evaluate(actor, steps, args.final_eval_games, True, learner_steps)
         evaluation = {"games_per_bot": args.final_eval_games, "episode": "game", "results": results}
         policy = self.path / "policy.pt"
         extra = {"evaluation": evaluation, "wall_s": state["wall_s"]}

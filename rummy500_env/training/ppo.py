@@ -341,14 +341,17 @@ def ppo_loss(
     clip_range: float,
     vf_coef: float,
     ent_coef: float,
+    standardise: bool = True,
 ) -> dict[str, torch.Tensor]:
     """The clipped PPO loss of one minibatch, as tensors: ``loss`` (what is minimised),
     ``policy``, ``value``, ``entropy``, ``ratio`` and ``log_ratio``.
 
     `logits` are the network's (unmasked), `values` its values; `mb` holds ``masks`` (bool),
-    ``actions``, ``logprobs`` (at sampling), ``advantages`` (GAE, not yet standardised: they
-    are standardised here, per minibatch) and ``returns``. The value loss is half the squared
-    error, unclipped. One function, so `training.rllib`'s learner computes the very same loss.
+    ``actions``, ``logprobs`` (at sampling), ``advantages`` (GAE, standardised here per
+    minibatch unless `standardise` is False: an ablation of `training.rllib` whose advantages
+    RLlib standardised over the whole batch) and ``returns``. The value loss is half the
+    squared error, unclipped. One function, so `training.rllib`'s learner computes the very
+    same loss.
     """
     logp_all = torch.log_softmax(masked_logits(logits, mb["masks"]), -1)
     logp = logp_all.gather(1, mb["actions"][:, None]).squeeze(1)
@@ -356,7 +359,8 @@ def ppo_loss(
     log_ratio = logp - mb["logprobs"]
     ratio = log_ratio.exp()
     adv = mb["advantages"]
-    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    if standardise:
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
     clipped = torch.clamp(ratio, 1 - clip_range, 1 + clip_range)
     policy_loss = -torch.min(ratio * adv, clipped * adv).mean()
     value_loss = 0.5 * ((values - mb["returns"]) ** 2).mean()

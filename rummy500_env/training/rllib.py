@@ -127,6 +127,22 @@ INSTALL = 'pip install torch==2.13.0 -e ".[rllib]"'
 
 LEARNERS = ("ppo", "rllib")
 """The ``learner`` choices: training.ppo's loss and optimizer, or RLlib's PPO learner."""
+MATCHES = ("value", "advantages", "eps")
+"""What `MatchedPPOLearner` takes from training.ppo: the value loss (half the squared error,
+unclipped), the advantages standardised per minibatch over its real rows, and Adam's eps.
+``learner: rllib+value+eps`` takes only those named (the ablation in docs/rllib.md)."""
+
+
+def learner_matches(learner: str) -> frozenset[str] | None:
+    """What of training.ppo's PPO the ``learner`` field takes: all of `MATCHES` for "ppo",
+    None (RLlib's own learner, unchanged) for "rllib", the named ones for "rllib+value" ...;
+    ValueError for anything else."""
+    if learner == "ppo":
+        return frozenset(MATCHES)
+    base, *changes = learner.split("+")
+    if base != "rllib" or not set(changes) <= set(MATCHES) or len(set(changes)) < len(changes):
+        raise ValueError(learner)
+    return frozenset(changes) or None
 
 
 class RayMissingError(Rummy500Error):
@@ -207,8 +223,9 @@ class Args(SelfPlayArgs):
     """Gradient norm clip (RLlib's grad_clip, by global norm); None: no clip."""
     learner: str = "rllib"
     """PPO's loss and optimizer: "ppo" (`MatchedPPOLearner`: training.ppo's, see
-    docs/rllib.md) or "rllib" (RLlib's own PPO learner). The packaged config says which;
-    "rllib" when a config (an older run's config.json) does not."""
+    docs/rllib.md) or "rllib" (RLlib's own PPO learner); "rllib+value", "rllib+value+eps" ...
+    take only the named of training.ppo's changes (`MATCHES`), for an ablation. The packaged
+    config says which; "rllib" when a config (an older run's config.json) does not."""
     network: str = "mlp"
     """Policy network: "cards" (card-structured, see `rummy500_env.agents.networks`) or "mlp".
     The packaged config says which; "mlp" when a config (an older run's config.json) does not."""
@@ -253,7 +270,16 @@ class Args(SelfPlayArgs):
         )
         require_positive_ints(self, "channels", "blocks", "hidden")
         require(self, self.network in KINDS, "network", f"use one of {KINDS}")
-        require(self, self.learner in LEARNERS, "learner", f"use one of {LEARNERS}")
+        try:
+            learner_matches(self.learner)
+        except ValueError:
+            require(
+                self,
+                False,
+                "learner",
+                f"use one of {LEARNERS}, or rllib+ some of {MATCHES} joined by '+' "
+                "(RLlib's learner with only those of training.ppo's changes, for an ablation)",
+            )
         require(
             self,
             self.batch_size <= self.train_batch_size,
@@ -468,11 +494,18 @@ if RAY_MISSING is None:
         ``benchmarks/ppo_loss_parity.py`` checks it on one batch).
         """
 
+        @property
+        def matches(self) -> frozenset[str]:
+            """What this learner takes from training.ppo (`MATCHES`, all unless an ablation
+            named fewer)."""
+            return frozenset(self.config.learner_config_dict.get("matches", MATCHES))
+
         def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
             params = self.get_parameters(self._module[module_id])
+            eps = ADAM_EPS if "eps" in self.matches else 1e-8  # 1e-8: torch's, RLlib's
             self.register_optimizer(
                 module_id=module_id,
-                optimizer=torch.optim.Adam(params, eps=ADAM_EPS),
+                optimizer=torch.optim.Adam(params, eps=eps),
                 params=params,
                 lr_or_lr_schedule=config.lr,
             )
@@ -495,10 +528,22 @@ if RAY_MISSING is None:
             logits, values = logits[real], values[real]
             mb = {k: v[real] for k, v in mb.items()}
             entropy_coeff = self.entropy_coeff_schedulers_per_module[module_id].get_current_value()
+            matches = self.matches
             out = ppo_loss(
-                logits, values, mb, config.clip_param, config.vf_loss_coeff, entropy_coeff
+                logits,
+                values,
+                mb,
+                config.clip_param,
+                config.vf_loss_coeff,
+                entropy_coeff,
+                standardise="advantages" in matches,
             )
             loss = out["loss"]
+            if "value" not in matches:  # RLlib's: the squared error, clamped at vf_clip_param
+                squared = (values - mb["returns"]) ** 2
+                out["value"] = torch.clamp(squared, 0, config.vf_clip_param).mean()
+                loss = out["policy"] + config.vf_loss_coeff * out["value"]
+                loss = loss - entropy_coeff * out["entropy"]
             with torch.no_grad():
                 kl = ((out["ratio"] - 1) - out["log_ratio"]).mean()  # training.ppo's estimate
             if config.use_kl_loss:  # RLlib's adaptive penalty, when asked for
@@ -563,6 +608,7 @@ def build_config(args: Args) -> Any:
     obs_space = probe.observation_space(probe.possible_agents[0])
     act_space = probe.action_space(probe.possible_agents[0])
     module, model = MODULES[args.network], module_config(args)
+    matches = learner_matches(args.learner)
     pool = opponent_pool(args)
 
     def spec(module: Any, model_config: dict[str, Any]) -> Any:
@@ -599,6 +645,7 @@ def build_config(args: Args) -> Any:
             num_learners=args.num_learners,
             num_cpus_per_learner=args.num_cpus_per_learner,
             num_gpus_per_learner=args.num_gpus_per_learner,
+            learner_config_dict={"matches": sorted(matches or ())},
         )
         .training(
             train_batch_size_per_learner=args.train_batch_size,
@@ -613,7 +660,7 @@ def build_config(args: Args) -> Any:
             kl_coeff=args.kl_coeff,
             use_kl_loss=args.kl_coeff > 0,
             grad_clip=args.max_grad_norm,
-            learner_class=MatchedPPOLearner if args.learner == "ppo" else None,
+            learner_class=None if matches is None else MatchedPPOLearner,
         )
         .multi_agent(
             policies=set(specs),
@@ -847,7 +894,8 @@ def iterate(algo: Any, args: Args, run: RunFolder, state: dict[str, Any]) -> Non
         if checkpoint.due(steps):
             save_checkpoint(algo, run, state)
         if steps < args.total_timesteps and evaluation.due(steps):
-            run.evaluate(learner_policy(algo, args), steps, args.eval_games)
+            policy = learner_policy(algo, args)
+            run.evaluate(policy, steps, args.eval_games, learner_steps=state["learner_steps"])
 
 
 def learn(algo: Any, args: Args, run: RunFolder, resume: bool, began: float) -> Path:
