@@ -11,7 +11,9 @@ Arms (``--arms``; the first three by default, one seed of each before the next s
 * ``rllib:ppo``: ``python -m training.rllib --learner ppo`` (the packaged `MatchedPPOLearner`);
 * ``rllib:rllib``: ``python -m training.rllib --learner rllib`` (RLlib's own PPO learner);
 * ``rllib:rllib+value`` and any other ``rllib:LEARNER``: RLlib's learner with only the named
-  of the matched learner's changes (``value``, ``advantages``, ``eps``: `rllib.MATCHES`).
+  of the matched learner's changes (``value``, ``advantages``, ``eps``: `rllib.MATCHES`);
+* ``rllib:LEARNER:ENVS``: the same with ENVS envs per env runner instead of the packaged 32
+  (``rllib:rllib:1`` samples as the runners did before they batched).
 
 Runs are kept in ``OUT/ARM_sSEED``: a finished arm is never trained again, an interrupted one
 resumes from its last checkpoint, and the evaluation is read back from its ``results.json``.
@@ -43,8 +45,9 @@ DEFAULT_ARMS = "ppo,rllib:ppo,rllib:rllib"
 def check_arm(arm: str) -> str:
     """`arm` itself, or ValueError when it is neither ``ppo`` nor ``rllib:LEARNER``."""
     kind, _, learner = arm.partition(":")
-    if arm != "ppo" and (kind != "rllib" or not learner):
-        raise ValueError(f"{arm!r}: an arm is ppo or rllib:LEARNER")
+    learner, _, envs = learner.partition(":")
+    if arm != "ppo" and (kind != "rllib" or not learner or not (envs or "1").isdigit()):
+        raise ValueError(f"{arm!r}: an arm is ppo, rllib:LEARNER or rllib:LEARNER:ENVS")
     if learner:
         from rummy500_env.training.rllib import learner_matches
 
@@ -68,9 +71,10 @@ def train_command(arm: str, seed: int, decisions: int, run: Path, eval_every: in
         cmd = ["-m", "training.ppo", "--total-timesteps", str(steps)]
         cmd += ["--eval-every", str(eval_every)]
     else:
-        learner = arm.split(":", 1)[1]
+        _, learner, *envs = arm.split(":")
         steps = math.ceil(decisions / LEARNER_SHARE / RLLIB_BATCH) * RLLIB_BATCH
         cmd = ["-m", "training.rllib", "--learner", learner, "--total-timesteps", str(steps)]
+        cmd += ["--num-envs-per-env-runner", envs[0]] if envs else []
         cmd += ["--eval-every", str(eval_every * PLAYERS)]
     if (run / "checkpoints").is_dir():
         return [sys.executable, "-m", cmd[1], "--resume", str(run), *cmd[2:]]
