@@ -11,22 +11,23 @@ least 5% of a `raw_env` step:
 * single values written through a memoryview: several times cheaper than numpy indexing;
 * a count that changed for one card (a draw, a discard) rewritten without a loop over the
   changed mask: 12% of the instructions of a `raw_env` step (callgrind, random play);
-* meld parts memoised by value: melds are immutable and recur hand after hand (encode_update
-  6.1 -> 5.4 us, a `raw_env` step 18.4 -> 17.3 us); the exact part's meld places too;
-* one table block shared by all observers, updated by the melds that changed and copied
-  rotated, instead of every observer rewriting its table from the melds: 15% of the
-  instructions of a `raw_env` step (callgrind, random play);
-* the exact part's table places kept for each observer beside the shared table block and
-  copied with one numpy assignment when the table changes, and the rest of the exact part
-  rewritten only when what it holds moved: writing it whole at every step took 40% more
-  instructions per `raw_env` step than the env without it (callgrind,
-  `benchmarks/instructions.py`); with one deck and no jokers the places are updated by the
-  melds that changed, instead of recomputed for the whole table: 9% of a `raw_env` step's
-  instructions (callgrind, `benchmarks/env_steps.py`: 99k to 90k a step);
+* each observer's table kept in its own observation and brought up to the melds that
+  changed since its last look: with one deck and no jokers each card's owner row, set or
+  run and exact place compared with what the observer holds and only the differences
+  written (a lay-off writes its card and the fits), instead of one table block shared by
+  the observers, updated by whole melds and copied rotated with numpy slice assignments;
+  together with typed slice offsets (a compiled build added each `at[name]` offset as a
+  Python object) and the stock, pile and counters written only when they move: 14% of the
+  instructions of a `raw_env` step (callgrind, `benchmarks/env_steps.py`: 91.3k to 78.9k a
+  step);
+* the exact part after the table rewritten only when what it holds moved: writing it whole
+  at every step took 40% more instructions per `raw_env` step than the env without it
+  (callgrind, `benchmarks/instructions.py`);
 * the observer's own known cards in the exact part recounted where they changed, as the
   opponents' are, instead of rewriting that part with them: random play picks cards up
-  from the pile every few turns, and the rewrite took 6% of a `raw_env` step's
-  instructions (callgrind, `benchmarks/env_steps.py`: 103k to 97k a step).
+  from the pile every few turns, and the rewrite took 3% of a `raw_env` step's
+  instructions (callgrind, `benchmarks/env_steps.py`: 102k to 99k a step, counted before
+  the benchmark kept OpenBLAS to one thread).
 """
 
 from __future__ import annotations
