@@ -58,7 +58,9 @@ def count(wrapped: bool, steps: int, keep: Path | None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         name = f"callgrind.{'env' if wrapped else 'raw_env'}.{steps}"
         out = (keep or Path(tmp)) / name
-        env = os.environ | {"PYTHONHASHSEED": "0"}
+        # OpenBLAS's idle threads (numpy starts them) spin for as long as valgrind lets them,
+        # which added 0-5k instructions a step from one run to the next: one thread.
+        env = os.environ | {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
         cmd += [str(Path(__file__).resolve()), "--work", "env" if wrapped else "raw_env"]
         cmd += ["--steps", str(steps)]

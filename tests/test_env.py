@@ -280,10 +280,11 @@ def test_incremental_observation_equals_full_encoding(fields):
             g.apply(rng.choice(g.legal_actions()))
 
 
-def test_incremental_observation_follows_jumps_between_unrelated_positions():
+@pytest.mark.parametrize("fields", [{"players": 3, "decks": 2}, {}])
+def test_incremental_observation_follows_jumps_between_unrelated_positions(fields):
     """The encoder keeps what it saw last; any next position (another game, a reset, a
     position loaded from a dict, a pickled encoder) must still encode exactly."""
-    rules = Rules(players=3, decks=2)
+    rules = Rules(**fields)
     incremental, full = IncrementalEncoder(rules), ObservationEncoder(rules)
     positions = random_positions(rules, 60, seed=3, max_moves=120)
     rng = random.Random(3)

@@ -129,7 +129,8 @@ long game or a small target would leave the space's ±2)."""
 
 FloatArray = np.ndarray[Any, np.dtype[np.float32]]
 MeldPart = tuple[list[int], list[int], list[tuple[int, int]]]
-"""A meld's share of an observer's observation: counted indices, fit indices, owners' points."""
+"""A meld's share of an observer's observation: counted indices, fit indices, and each card's
+owner and points."""
 
 
 class ObservationEncoder:
@@ -191,8 +192,8 @@ class ObservationEncoder:
             self.slices[name] = slice(start, start + size)
             start += size
         self.size = start
-        self.at = {k: v.start for k, v in self.slices.items()}
-        """Where each slice starts."""
+        self.at: dict[str, int] = {k: v.start for k, v in self.slices.items()}
+        """Where each slice starts (typed: a compiled build then adds offsets as machine ints)."""
         self.extras_at = self.at.get("hand_jokers", self.at.get("call_phase", self.features_size))
         """Where the slices of jokers and calls start (the size when the rules have none)."""
         self._places = [(i + 1) / rules.deck_size for i in range(rules.deck_size)]
@@ -202,6 +203,7 @@ class ObservationEncoder:
         self._owner_rows = [
             [self.at["table_owner"] + (p - o) % n * 52 for p in range(n)] for o in range(n)
         ]
+        self._scoring = rules.scoring  # read once: `Rules` is not compiled
         """For each observer, where each absolute seat's `table_owner` row starts."""
         self._scalar_index = np.concatenate(
             [
@@ -302,11 +304,13 @@ class ObservationEncoder:
         n, at = self.players, self.at
         natural, wild = at["table_exact"], at.get("joker_exact", 0)
         high_ace = m.is_run and m.hi == 14
+        cards, owners, jokers = m.cards, m.owners, m.jokers
         out = []
-        for slot, (c, o) in enumerate(zip(m.cards, m.owners, strict=True)):
+        for slot in range(len(cards)):  # indexed, not zipped: a compiled loop
+            c = cards[slot]
             place = 52 + suit_of(c) if high_ace and rank_of(c) == 0 else c
-            k = (wild if m.jokers >> c & 1 else natural) + place
-            out.append((k, (i * 4 + (0 if m.is_run else slot)) * n + 1, o))
+            k = (wild if jokers >> c & 1 else natural) + place
+            out.append((k, (i * 4 + (0 if m.is_run else slot)) * n + 1, owners[slot]))
         return out
 
     def put_exact_table(self, obs: Any, places: list[tuple[int, int, int]], observer: int) -> None:
@@ -554,18 +558,18 @@ class ObservationEncoder:
 
     def meld_part(self, m: Meld, observer: int) -> MeldPart:
         """One meld's share of `observer`'s observation: indices of its counted cards (owner
-        row and set/run), indices of its lay-off fits, and (owner, points) per owner."""
+        row and set/run), indices of its lay-off fits, and (owner, points) per card."""
         rows = self._owner_rows[observer]
         kind = self.at["table_run" if m.is_run else "table_set"]
+        cards, owners = m.cards, m.owners
         jokers = m.jokers  # a joker's place is in `table_jokers`, not a card feature
-        owned = zip(m.cards, m.owners, strict=True)
-        idx = [rows[owner] + c for c, owner in owned if not jokers or not jokers >> c & 1]
-        idx += [kind + c for c in m.cards if not jokers or not jokers >> c & 1]
-        fits = [self.at["layoff_fits"] + layoff_end(m, c) * 52 + c for c in m.fits]
-        points: dict[int, int] = {}
-        for owner, value in zip(m.owners, meld_value(m, self.rules.scoring), strict=True):
-            points[owner] = points.get(owner, 0) + value
-        return idx, fits, list(points.items())
+        # Indexed loops, not zips: a compiled build runs them as C loops.
+        idx = [rows[owners[k]] + cards[k] for k in range(len(cards)) if not jokers >> cards[k] & 1]
+        idx += [kind + c for c in cards if not jokers >> c & 1]
+        fits_at = self.at["layoff_fits"]
+        fits = [fits_at + layoff_end(m, c) * 52 + c for c in m.fits]
+        values = meld_value(m, self._scoring)
+        return idx, fits, [(owners[k], values[k]) for k in range(len(owners))]
 
 
 def clip(x: float) -> float:

@@ -11,38 +11,41 @@ least 5% of a `raw_env` step:
 * single values written through a memoryview: several times cheaper than numpy indexing;
 * a count that changed for one card (a draw, a discard) rewritten without a loop over the
   changed mask: 12% of the instructions of a `raw_env` step (callgrind, random play);
-* meld parts memoised by value: melds are immutable and recur hand after hand (encode_update
-  6.1 -> 5.4 us, a `raw_env` step 18.4 -> 17.3 us); the exact part's meld places too;
-* one table block shared by all observers, updated by the melds that changed and copied
-  rotated, instead of every observer rewriting its table from the melds: 15% of the
-  instructions of a `raw_env` step (callgrind, random play);
-* the exact part's table places kept for each observer beside the shared table block and
-  copied with one numpy assignment when the table changes, and the rest of the exact part
-  rewritten only when what it holds moved: writing it whole at every step took 40% more
-  instructions per `raw_env` step than the env without it (callgrind,
-  `benchmarks/instructions.py`); with one deck and no jokers the places are updated by the
-  melds that changed, instead of recomputed for the whole table: 9% of a `raw_env` step's
-  instructions (callgrind, `benchmarks/env_steps.py`: 99k to 90k a step);
+* each observer's table kept in its own observation and brought up to the melds that
+  changed since its last look: with one deck and no jokers each card's owner row, set or
+  run and exact place compared with what the observer holds and only the differences
+  written (a lay-off writes its card and the fits), instead of one table block shared by
+  the observers, updated by whole melds and copied rotated with numpy slice assignments;
+  together with typed slice offsets (a compiled build added each `at[name]` offset as a
+  Python object) and the stock, pile and counters written only when they move: 14% of the
+  instructions of a `raw_env` step (callgrind, `benchmarks/env_steps.py`: 91.3k to 78.9k a
+  step);
+* the exact part after the table rewritten only when what it holds moved: writing it whole
+  at every step took 40% more instructions per `raw_env` step than the env without it
+  (callgrind, `benchmarks/instructions.py`);
 * the observer's own known cards in the exact part recounted where they changed, as the
   opponents' are, instead of rewriting that part with them: random play picks cards up
-  from the pile every few turns, and the rewrite took 6% of a `raw_env` step's
-  instructions (callgrind, `benchmarks/env_steps.py`: 103k to 97k a step).
+  from the pile every few turns, and the rewrite took 3% of a `raw_env` step's
+  instructions (callgrind, `benchmarks/env_steps.py`: 102k to 99k a step, counted before
+  the benchmark kept OpenBLAS to one thread).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from rummy500_env.engine.cards import JOKER, cards_in
+from rummy500_env.engine.cards import JOKER, cards_in, rank_of, suit_of
 from rummy500_env.engine.game import Game
-from rummy500_env.engine.melds import Meld
+from rummy500_env.engine.melds import Meld, layoff_end, meld_value
 from rummy500_env.engine.rules import Rules
-from rummy500_env.rl.observation import FloatArray, MeldPart, ObservationEncoder, clip
-
-MEMO_LIMIT = 4096
-"""Meld parts kept before the memo starts afresh (a long run meets few distinct melds)."""
+from rummy500_env.rl.observation import (
+    EXACT_CODE,
+    EXACT_SCALE,
+    FloatArray,
+    MeldPart,
+    ObservationEncoder,
+    clip,
+)
 
 
 class IncrementalEncoder(ObservationEncoder):
@@ -50,27 +53,37 @@ class IncrementalEncoder(ObservationEncoder):
 
     def __init__(self, rules: Rules) -> None:
         super().__init__(rules)
-        n = self.players
+        n, at = self.players, self.at
         self._opponent_blocks = [
-            [(p, self.at["known"] + ((p - o) % n - 1) * 52) for p in range(n) if p != o]
+            [(p, at["known"] + ((p - o) % n - 1) * 52) for p in range(n) if p != o]
             for o in range(n)
         ]
         """For each observer, each opponent's absolute seat and where its `known` row starts."""
         self._opponents_of = [[p for p in range(n) if p != o] for o in range(n)]
         """For each observer, the opponents' seats."""
         self._deck_size = rules.deck_size  # a property: read once here, not at every step
-        self._table_exact = slice(self.at["table_exact"], self.at["own_known"])
-        """The exact part's table block: rewritten with the table (`_copy_table`)."""
-        self._facts_at = self.at["own_known"] + 52
+        self._turn_limit, self._hand_limit = rules.turn_limit, rules.hand_limit
+        # Where the slices the updates write start, as attributes: a compiled build reads
+        # them as machine ints, where each `at[name]` is a dict lookup.
+        self._hand_at, self._pile_top_at = at["hand"], at["pile_top"]
+        self._pile_place_at, self._pile_cards_at = at["pile_place"], at["pile_cards"]
+        self._table_at, self._table_end = at["table_owner"], at["known"]
+        """The table block: owner rows, set, run, lay-off fits."""
+        self._hand_sizes_at, self._stock_pile_at = at["hand_sizes"], at["stock_pile"]
+        self._totals_at, self._progress_at = at["totals"], at["progress"]
+        self._table_set_at, self._table_run_at = at["table_set"], at["table_run"]
+        self._layoff_fits_at, self._table_points_at = at["layoff_fits"], at["table_points"]
+        self._table_exact_at, self._own_known_at = at["table_exact"], at["own_known"]
+        self._exact_state_at = at["exact_state"]
+        self._facts_at = self._own_known_at + 52
         """Where the exact part after own known cards starts (`put_exact_facts`)."""
+        self._one_place = self.decks == 1 and not self.joker_count
+        """One deck, no jokers: every card on the table has one exact place."""
         self._forget()
 
     def _forget(self) -> None:
         """Start the caches afresh (they are not pickled: `__reduce__`)."""
         self._last: list[_Last | None] = [None] * self.players
-        self._table = _Table(self)
-        self._meld_parts: dict[tuple[Meld, int], MeldPart] = {}
-        self._exact_parts: dict[tuple[Meld, int], list[tuple[int, int, int]]] = {}
         self._wild = self.extras_at < self.features_size
         """The rules have jokers or calls (docs/rules.md §5): their slices are rewritten."""
         self._pile_update = self._rewrite_pile if self.joker_count else self._update_pile
@@ -81,36 +94,14 @@ class IncrementalEncoder(ObservationEncoder):
         (memoryviews can't be pickled), and a compiled build (setup.py) has no ``__dict__``."""
         return type(self), (self.rules,)
 
-    def exact_meld(self, m: Meld, i: int) -> list[tuple[int, int, int]]:
-        """`ObservationEncoder.exact_meld`, memoised by value (as `meld_part`)."""
-        key = (m, i)
-        part = self._exact_parts.get(key)
-        if part is None:
-            if len(self._exact_parts) > MEMO_LIMIT:
-                self._exact_parts.clear()
-            part = self._exact_parts[key] = super().exact_meld(m, i)
-        return part
-
-    def meld_part(self, m: Meld, observer: int) -> MeldPart:
-        """`ObservationEncoder.meld_part`, memoised by value."""
-        key = (m, observer)
-        part = self._meld_parts.get(key)
-        if part is None:
-            if len(self._meld_parts) > MEMO_LIMIT:
-                self._meld_parts.clear()
-            part = self._meld_parts[key] = super().meld_part(m, observer)
-        return part
-
     def encode_update(self, game: Game, observer: int) -> FloatArray:
         """`encode`, computed as a change to the previous observation of this observer."""
         last = self._last[observer]
-        if last is None:
+        if last is None:  # the full encoding, with its table left to `_update_table`
             last = self._last[observer] = _Last(self, game, observer)
-            return last.obs.copy()
         self._update_cards(last, game)
-        table = self._sync_table(game.melds)
-        if table.version != last.table_version:
-            self._copy_table(last, table)
+        if game.melds != last.melds:  # melds are compared by identity first: cheap
+            self._update_table(last, game.melds)
         mv = last.mv
         extras = self._extras(game)  # the one-hot features outside the card blocks
         if extras != last.extras:
@@ -123,31 +114,44 @@ class IncrementalEncoder(ObservationEncoder):
         if self._wild:  # jokers and calls (docs/rules.md §5): small slices, rewritten
             last.obs[self.extras_at : self.features_size] = 0.0
             self.put_jokers_and_calls(last.obs, game, observer)
-        # The exact part after the table: own known cards recounted where they changed, the
-        # counters at every update, the rest when the hand's facts it holds moved.
-        o = observer
+        self._update_exact(last, game)
+        return last.obs.copy()
+
+    def _update_exact(self, last: _Last, game: Game) -> None:
+        """The exact part after the table: own known cards recounted where they changed, the
+        counters when they moved, the rest when the hand's facts it holds moved."""
+        mv, o = last.mv, last.observer
         one, two = game.known_once[o], game.known_twice[o]
         if one != last.own_once or two != last.own_twice:
-            at = self.at["own_known"]
-            self._recount(mv, at, last.own_once ^ one | last.own_twice ^ two, one, two)
+            changed = last.own_once ^ one | last.own_twice ^ two
+            self._recount(mv, self._own_known_at, changed, one, two)
             last.own_once, last.own_twice = one, two
-        key: tuple[object, ...] = (game.hands_played, game.is_hand_over, game.known_jokers[o])
-        key += (game.dealer, *game.totals_before)
-        if key != last.exact_key:
-            last.obs[self._facts_at :] = 0.0
-            self.put_exact_facts(mv, game, observer)
-            last.exact_key = key
-        self.put_exact_counters(mv, game, observer)
-        return last.obs.copy()
+        rewrite = (
+            game.hands_played != last.facts_hands
+            or game.dealer != last.facts_dealer
+            or game.is_hand_over != last.facts_over
+            or game.known_jokers[o] != last.facts_jokers
+            or game.totals_before != last.facts_totals
+        )
+        if rewrite:
+            last.obs[self._facts_at :] = 0.0  # the counters too: rewritten below
+            self.put_exact_facts(mv, game, o)
+            last.facts_hands, last.facts_dealer = game.hands_played, game.dealer
+            last.facts_over, last.facts_jokers = game.is_hand_over, game.known_jokers[o]
+            last.facts_totals = game.totals_before[:]
+        if rewrite or game.turn != last.turn or game.turns != last.counter_turns:
+            i, n = self._exact_state_at, self.players
+            mv[i + 1] = (game.turn - o) % n / n  # as `put_exact_counters`
+            mv[i + 2] = game.turns / EXACT_SCALE
+            last.turn, last.counter_turns = game.turn, game.turns
 
     def _update_cards(self, last: _Last, game: Game) -> None:
         """The hand, the pile and the known cards."""
         observer = last.observer
         one, two = game.held_once[observer], game.held_twice[observer]
         if one != last.held_once or two != last.held_twice:
-            self._recount(
-                last.mv, self.at["hand"], last.held_once ^ one | last.held_twice ^ two, one, two
-            )
+            changed = last.held_once ^ one | last.held_twice ^ two
+            self._recount(last.mv, self._hand_at, changed, one, two)
             last.held_once, last.held_twice = one, two
         if game.pile != last.pile:
             self._pile_update(last, game.pile)
@@ -158,23 +162,25 @@ class IncrementalEncoder(ObservationEncoder):
 
     def _update_scalars(self, last: _Last, game: Game) -> None:
         """Hand sizes, stock and pile sizes, progress, totals and table points."""
-        mv, at = last.mv, self.at
+        mv = last.mv
         count = game.count
         if count != last.count:
-            i = at["hand_sizes"]
+            i = self._hand_sizes_at
             for p in self._seat_order[last.observer]:
                 mv[i] = count[p] / 52.0
                 i += 1
             last.count = count[:]
-        i, deck = at["stock_pile"], self._deck_size
-        mv[i] = len(game.stock) / deck
-        mv[i + 1] = len(game.pile) / deck
+        stock, pile = len(game.stock), len(game.pile)
+        if stock != last.stock_size or pile != last.pile_size:
+            i, deck = self._stock_pile_at, self._deck_size
+            mv[i] = stock / deck
+            mv[i + 1] = pile / deck
+            last.stock_size, last.pile_size = stock, pile
         if game.turns != last.turns or game.hands_played != last.hands:  # at most once a turn
-            r = self.rules
-            if r.turn_limit:
-                mv[at["progress"]] = game.turns / r.turn_limit
-            if r.hand_limit:
-                mv[at["progress"] + 1] = game.hands_played / r.hand_limit
+            if self._turn_limit:
+                mv[self._progress_at] = game.turns / self._turn_limit
+            if self._hand_limit:
+                mv[self._progress_at + 1] = game.hands_played / self._hand_limit
             last.turns, last.hands = game.turns, game.hands_played
         if game.totals_before != last.totals:
             self._write_totals(last, game.totals_before)
@@ -205,7 +211,7 @@ class IncrementalEncoder(ObservationEncoder):
         cards that stayed keep theirs. Without jokers (`_rewrite_pile` with them)."""
         mv, old, h = last.mv, last.pile, self.inv_decks
         keep = _common_bottom(old, new)
-        pc, place0, places = self.at["pile_cards"], self.at["pile_place"], self._places
+        pc, place0, places = self._pile_cards_at, self._pile_place_at, self._places
         two = self.decks == 2
         for c in old[keep:]:  # off the top: a copy that stays is lower (row 0)
             mv[pc + c] -= h
@@ -220,7 +226,7 @@ class IncrementalEncoder(ObservationEncoder):
                 mv[place0 + 52 + c] = places[i]
             else:
                 mv[place0 + c] = places[i]
-        top0 = self.at["pile_top"]
+        top0 = self._pile_top_at
         if old:
             mv[top0 + old[-1]] = 0.0
         if new:
@@ -230,8 +236,9 @@ class IncrementalEncoder(ObservationEncoder):
     def _rewrite_pile(self, last: _Last, new: list[int]) -> None:
         """`_update_pile` with jokers in the deck: the pile's card features written afresh (a
         joker has none: `put_jokers_and_calls` gives its places)."""
-        obs, mv, h, at = last.obs, last.mv, self.inv_decks, self.at
-        pc, place0, top0, places = at["pile_cards"], at["pile_place"], at["pile_top"], self._places
+        obs, mv, h = last.obs, last.mv, self.inv_decks
+        pc, place0, top0 = self._pile_cards_at, self._pile_place_at, self._pile_top_at
+        places = self._places
         for name in ("pile_cards", "pile_place", "pile_top"):
             obs[self.slices[name]] = 0.0
         for i, c in enumerate(new):
@@ -243,69 +250,111 @@ class IncrementalEncoder(ObservationEncoder):
             mv[top0 + new[-1]] = 1.0
         last.pile = new[:]
 
-    def _sync_table(self, melds: list[Meld]) -> _Table:
-        """The shared table block, brought up to `melds`: take out the melds that changed (a
-        lay-off replaces one) and put in the new ones. A lay-off fit can be shared by two
-        melds (two decks), so fits are counted."""
-        t = self._table
-        if melds == t.melds:
-            return t
-        mv, points, fit_count, h = t.mv, t.points, t.fit_count, self.inv_decks
-        changes = _meld_changes(t.melds, melds)
-        for sign, _, m in changes:
-            idx, fits, values = self.meld_part(m, 0)
-            d = sign * h
-            for i in idx:  # no index twice within one meld
-                mv[i] += d
-            for i in fits:
-                k = fit_count[i] = fit_count.get(i, 0) + sign
-                mv[i] = 1.0 if k else 0.0
-            for owner, value in values:
-                points[owner] += sign * value
-        t.melds = melds[:]
-        self._sync_exact(t, changes)
-        t.version += 1
-        return t
+    def _update_table(self, last: _Last, melds: list[Meld]) -> None:
+        """The observer's table block, table points and exact table places, brought up to
+        `melds`: the melds that changed (a lay-off replaces one; each meld is compared by
+        identity at its place on the table) are taken out and the new ones put in. With
+        one deck and no jokers only the features that differ are written (`_move_cards`)."""
+        old, o = last.melds, last.observer
+        if self._one_place:
+            self._move_cards(last, melds)
+        else:
+            for i in range(max(len(old), len(melds))):
+                if i < len(old) and i < len(melds) and old[i] is melds[i]:
+                    continue
+                if i < len(old):
+                    self._put_meld(last, self.meld_part(old[i], o), -1)
+                if i < len(melds):
+                    self._put_meld(last, self.meld_part(melds[i], o), 1)
+            # A second copy or a joker may move another meld's places: all rewritten.
+            last.obs[self._table_exact_at : self._own_known_at] = 0.0
+            self.put_exact_table(last.mv, self.exact_table(melds), o)
+        last.melds = melds[:]
+        self._write_points(last)
 
-    def _sync_exact(self, t: _Table, changes: list[tuple[int, int, Meld]]) -> None:
-        """Each observer's exact table places (`_Table.exact`), brought up to `t.melds`.
-        With one deck and no jokers every card has one place: only the melds that changed
-        are written (their places are zeroed first when they leave); otherwise a second copy
-        or a joker may move another meld's places, and every observer's are rewritten."""
-        if self.decks == 1 and not self.joker_count:
-            for sign, i, m in changes:  # those that leave come first
-                places = self.exact_meld(m, i)
-                for o, mv in enumerate(t.exact_mv):
-                    if sign > 0:
-                        self.put_exact_table(mv, places, o)
-                        continue
-                    for k, _, _ in places:
-                        mv[k] = 0.0
-            return
-        places = self.exact_table(t.melds)
-        for o, block in enumerate(t.exact):
-            block[self._table_exact] = 0.0
-            self.put_exact_table(t.exact_mv[o], places, o)
+    def _put_meld(self, last: _Last, part: MeldPart, sign: int) -> None:
+        """Add (`sign` 1) or take out (-1) a meld's part of the table block and points. A
+        lay-off fit can be shared by two melds (two decks), so fits are counted."""
+        mv, fit_count, d = last.mv, last.fit_count, sign * self.inv_decks
+        idx, fits, values = part
+        for i in idx:  # no index twice within one meld
+            mv[i] += d
+        for i in fits:
+            k = fit_count[i] = fit_count.get(i, 0) + sign
+            mv[i] = 1.0 if k else 0.0
+        for owner, value in values:
+            last.points[owner] += sign * value
 
-    def _copy_table(self, last: _Last, table: _Table) -> None:
-        """Copy the shared table block into `last.obs`, owner rows rotated to the observer."""
-        obs, block, o, n = last.obs, table.block, last.observer, self.players
-        a, end = self.at["table_owner"], self.at["known"]
-        b = a + (n - o) * 52
-        obs[a:b] = block[a + o * 52 : a + n * 52]
-        obs[b : a + n * 52] = block[a : a + o * 52]
-        obs[a + n * 52 : end] = block[a + n * 52 : end]
-        obs[self._table_exact] = table.exact[o][self._table_exact]
-        last.table_version = table.version
-        last.totals = None  # table points may have changed: rewrite them with the totals
+    def _move_cards(self, last: _Last, melds: list[Meld]) -> None:
+        """`_update_table` with one deck and no jokers, where each card has one place on the
+        table: the cards of the melds that changed are compared with what `last` holds of
+        each (its owner row, set or run, exact place and code) and only what differs is
+        written, so a lay-off writes its card and the fits, not the whole meld (a table
+        change cost 47k instructions when every changed meld was taken out and put in)."""
+        mv, o, n, h = last.mv, last.observer, self.players, self.inv_decks
+        old, points, fits = last.melds, last.points, last.fit_count
+        rows, scale = self._owner_rows[o], 1.0 / (EXACT_CODE * n)
+        leaving = 0  # cards of the melds that left, until they come back in another
+        touched: list[int] = []  # fit indices whose count moved
+        for i in range(len(old)):
+            if i >= len(melds) or old[i] is not melds[i]:
+                for c in old[i].cards:
+                    leaving |= 1 << c
+                touched += self._count_fits(old[i], -1, fits)
+                _add_points(points, old[i], meld_value(old[i], self._scoring), -1)
+        for i in range(len(melds)):
+            m = melds[i]
+            if i < len(old) and old[i] is m:
+                continue
+            cards, owners = m.cards, m.owners
+            kind = self._table_run_at if m.is_run else self._table_set_at
+            high_ace = m.is_run and m.hi == 14
+            for slot in range(len(cards)):
+                c = cards[slot]
+                leaving &= ~(1 << c)
+                _move(mv, last.card_row, c, rows[owners[slot]] + c, h)
+                _move(mv, last.card_kind, c, kind + c, h)
+                # the exact place and its code, as `exact_meld` and `put_exact_table` give them
+                place = 52 + suit_of(c) if high_ace and rank_of(c) == 0 else c
+                at = self._table_exact_at + place
+                base = (i * 4 + (0 if m.is_run else slot)) * n + 1
+                code = (base + (owners[slot] - o) % n) * scale
+                if code != last.card_code[c]:  # written below where the place moves
+                    last.card_code[c] = code
+                    if last.card_place[c] == at:
+                        mv[at] = code
+                _move(mv, last.card_place, c, at, code)
+            touched += self._count_fits(m, 1, fits)
+            _add_points(points, m, meld_value(m, self._scoring), 1)
+        for c in cards_in(leaving):
+            _move(mv, last.card_row, c, 0, 0.0)
+            _move(mv, last.card_kind, c, 0, 0.0)
+            _move(mv, last.card_place, c, 0, 0.0)
+            last.card_code[c] = 0.0
+        for f in touched:
+            mv[f] = 1.0 if fits.get(f, 0) else 0.0
+
+    def _count_fits(self, m: Meld, sign: int, fit_count: dict[int, int]) -> list[int]:
+        """Count meld `m`'s lay-off fits in (`sign` 1) or out (-1); their indices."""
+        at = self._layoff_fits_at
+        out = [at + layoff_end(m, c) * 52 + c for c in m.fits]
+        for f in out:
+            fit_count[f] = fit_count.get(f, 0) + sign
+        return out
+
+    def _write_points(self, last: _Last) -> None:
+        """Rewrite the table points (they change with the table)."""
+        mv, target, points = last.mv, self.rules.target, last.points
+        i = self._table_points_at
+        for p in self._seat_order[last.observer]:
+            mv[i] = clip(points[p] / target)
+            i += 1
 
     def _write_totals(self, last: _Last, totals: list[int]) -> None:
-        """Rewrite the totals and table points (they change with a new hand or a meld)."""
-        mv, target, n = last.mv, self.rules.target, self.players
-        i, points = self.at["totals"], self._table.points
+        """Rewrite the totals (they change with a new hand)."""
+        mv, target, i = last.mv, self.rules.target, self._totals_at
         for p in self._seat_order[last.observer]:
             mv[i] = clip(totals[p] / target)
-            mv[i + n] = clip(points[p] / target)
             i += 1
         last.totals = totals[:]
 
@@ -334,14 +383,22 @@ def _common_bottom(old: list[int], new: list[int]) -> int:
     return 0
 
 
-def _meld_changes(old: list[Meld], new: list[Meld]) -> list[tuple[int, int, Meld]]:
-    """The melds to take out (-1) and put in (+1) to turn the table `old` into `new`, with
-    their places on their table; those taken out come first."""
-    lo, ln = len(old), len(new)
-    if ln == lo + 1 and new[:lo] == old:  # a new meld
-        return [(1, lo, new[lo])]
-    out = [(-1, i, old[i]) for i in range(lo) if i >= ln or new[i] is not old[i]]
-    return out + [(1, i, new[i]) for i in range(ln) if i >= lo or old[i] is not new[i]]
+def _move(mv: Any, where: list[int], card: int, index: int, value: float) -> None:
+    """Move `card`'s feature whose index `where` holds (0: none) to `index` (0: none), where
+    it has `value`; nothing is written if it stays."""
+    if where[card] != index:
+        if where[card]:
+            mv[where[card]] = 0.0
+        if index:
+            mv[index] = value
+        where[card] = index
+
+
+def _add_points(points: list[int], m: Meld, values: list[int], sign: int) -> None:
+    """Add (`sign` 1) or take out (-1) the table points `values` of meld `m`'s cards."""
+    owners = m.owners
+    for k in range(len(owners)):
+        points[owners[k]] += sign * values[k]
 
 
 def _float_view(a: FloatArray) -> Any:
@@ -354,58 +411,70 @@ class _Last:
     """The last observation `encode_update` made for one observer and what it was made of."""
 
     __slots__ = (
+        "card_code",
+        "card_kind",
+        "card_place",
+        "card_row",
         "count",
-        "exact_key",
+        "counter_turns",
         "extras",
+        "facts_dealer",
+        "facts_hands",
+        "facts_jokers",
+        "facts_over",
+        "facts_totals",
+        "fit_count",
         "hands",
         "held_once",
         "held_twice",
         "known_once",
         "known_twice",
+        "melds",
         "mv",
         "obs",
         "observer",
         "own_once",
         "own_twice",
         "pile",
-        "table_version",
+        "pile_size",
+        "points",
+        "stock_size",
         "totals",
+        "turn",
         "turns",
     )
 
     def __init__(self, encoder: IncrementalEncoder, game: Game, observer: int) -> None:
+        """`encode`'s observation with an empty table: the first update puts the melds in
+        (`IncrementalEncoder._update_table`)."""
         self.obs = encoder.encode(game, observer)
+        self.obs[encoder._table_at : encoder._table_end] = 0.0
+        self.obs[encoder._table_exact_at : encoder._own_known_at] = 0.0
         self.mv = _float_view(self.obs)
         self.observer = observer
+        self.melds: list[Meld] = []
+        self.points = [0] * encoder.players
+        """Each seat's table points (absolute seat order)."""
+        self.fit_count: dict[int, int] = {}
+        """How many melds take a lay-off at each `layoff_fits` index."""
+        # With one deck and no jokers (`IncrementalEncoder._move_cards`), where each card on
+        # the table has its features: its owner row's index, its set or run index, its exact
+        # place's index (0 for a card not on the table), and its exact place's code.
+        self.card_row = [0] * 52
+        self.card_kind = [0] * 52
+        self.card_place = [0] * 52
+        self.card_code = [0.0] * 52
+        self.totals = game.totals_before[:]
         self.held_once, self.held_twice = game.held_once[observer], game.held_twice[observer]
         self.pile = game.pile[:]
         self.known_once, self.known_twice = game.known_once[:], game.known_twice[:]
         self.own_once, self.own_twice = game.known_once[observer], game.known_twice[observer]
         """The observer's own known cards the observation holds (the exact part's)."""
-        self.table_version = encoder._sync_table(game.melds).version
-        self.totals: list[int] | None = game.totals_before[:]
         self.count, self.turns, self.hands = game.count[:], game.turns, game.hands_played
+        self.stock_size, self.pile_size = len(game.stock), len(game.pile)
         self.extras = encoder._extras(game)
-        self.exact_key: tuple[object, ...] = ()
-        """What the exact part after own known cards was last written from (() forces a
-        write)."""
-
-
-class _Table:
-    """The table block (owner rows, set, run, lay-off fits) in absolute seat order, i.e. as
-    seat 0 sees it, with each seat's table points; shared by the observers, which copy it
-    rotated when its version moves on."""
-
-    __slots__ = ("block", "exact", "exact_mv", "fit_count", "melds", "mv", "points", "version")
-
-    def __init__(self, encoder: ObservationEncoder) -> None:
-        self.block = np.zeros(encoder.size, dtype=np.float32)  # only the table slices are used
-        self.mv = _float_view(self.block)
-        self.melds: list[Meld] = []
-        self.points = [0] * encoder.players
-        self.fit_count: dict[int, int] = {}
-        self.exact: list[FloatArray] = [np.zeros(encoder.size, np.float32) for _ in self.points]
-        """For each observer, its exact part's table places (`put_exact_table`; only that
-        slice is used)."""
-        self.exact_mv = [_float_view(a) for a in self.exact]
-        self.version = 0
+        # What the exact part after own known cards was written from (`_update_exact`).
+        self.facts_hands, self.facts_dealer = game.hands_played, game.dealer
+        self.facts_over, self.facts_jokers = game.is_hand_over, game.known_jokers[observer]
+        self.facts_totals = game.totals_before[:]
+        self.turn, self.counter_turns = game.turn, game.turns
