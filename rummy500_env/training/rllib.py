@@ -272,14 +272,16 @@ class Args(SelfPlayArgs):
         require(self, self.network in KINDS, "network", f"use one of {KINDS}")
         try:
             learner_matches(self.learner)
+            known = True
         except ValueError:
-            require(
-                self,
-                False,
-                "learner",
-                f"use one of {LEARNERS}, or rllib+ some of {MATCHES} joined by '+' "
-                "(RLlib's learner with only those of training.ppo's changes, for an ablation)",
-            )
+            known = False
+        require(
+            self,
+            known,
+            "learner",
+            f"use one of {LEARNERS}, or rllib+ some of {MATCHES} joined by '+' "
+            "(RLlib's learner with only those of training.ppo's changes, for an ablation)",
+        )
         require(
             self,
             self.batch_size <= self.train_batch_size,
