@@ -3,14 +3,16 @@ one opponent over duplicate hands (every deal played from both seats), at equal 
 
     python benchmarks/psearch_leaf.py --ms 50 --opponent model --deals 40 --leaf value
     python benchmarks/psearch_leaf.py --ms 50 --opponent search:50ms --leaf playout --no-gumbel
+    python benchmarks/psearch_leaf.py --ms 200 --leaf value --candidates 4 --deviate 0
 
 Each deal is played twice with the seats swapped; a deal's margin is the mean of its two
 hands' (search − opponent) hand-score differences, and the 95% interval is over deals (paired:
 the luck of the cards cancels). Variants the agent spec does not reach (``--leaf``,
-``--candidates``, ``--c-scale``, ``--no-gumbel``) are set here; `training.evaluate` plays the
-spec's defaults. The search's budget is read on this process's CPU time unless
-``--wall-clock``: on a machine shared with other jobs, equal CPU milliseconds compare the
-variants fairly (an opponent that searches, ``search:50ms``, still reads the wall clock).
+``--candidates``, ``--c-scale``, ``--no-gumbel``, ``--deviate``) are set here;
+`training.evaluate` plays the spec's defaults. The search's budget is read on this process's
+CPU time unless ``--wall-clock``: on a machine shared with other jobs, equal CPU milliseconds
+compare the variants fairly (an opponent that searches, ``search:50ms``, still reads the wall
+clock).
 Run it niced, one at a time.
 """
 
@@ -36,6 +38,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--candidates", type=int_option("candidates"), default=8)
     ap.add_argument("--c-scale", type=float, default=1.0)
     ap.add_argument("--no-gumbel", action="store_true")
+    ap.add_argument(
+        "--deviate",
+        type=float,
+        default=None,
+        help="SPARTA's rule: the policy's move unless a candidate is surely better by more "
+        "than this many hand points / 100 (default: the Gumbel choice)",
+    )
     ap.add_argument("--opponent", default="model", help="an agent spec")
     ap.add_argument(
         "--deals", type=int_option("deals"), default=40, help="deals, each played from both seats"
@@ -58,6 +67,7 @@ def main(argv: list[str] | None = None) -> None:
         candidates=args.candidates,
         c_scale=args.c_scale,
         gumbel=not args.no_gumbel,
+        deviate=args.deviate,
         seed=args.seed,
         clock=time.perf_counter if args.wall_clock else time.process_time,
     )
@@ -72,10 +82,14 @@ def main(argv: list[str] | None = None) -> None:
             scores = play(agents, rules, seed=seed, episode="hand").hand_scores[0]
             pair.append(scores[seat] - scores[1 - seat])
         margins.append(sum(pair) / 2)
+        if len(margins) % 10 == 0:
+            print(f"{len(margins)} deals: {mean_ci(margins)[0]:+.1f} a hand", flush=True)
         if time.perf_counter() - start > args.seconds:
             break
     mean, lo, hi = mean_ci(margins)
     gumbel = "top-k" if args.no_gumbel else "gumbel"
+    if args.deviate is not None:
+        gumbel = f"deviate>{args.deviate:g}"
     print(
         f"leaf={args.leaf} {gumbel} m={args.candidates} c_scale={args.c_scale} "
         f"{args.ms:g}ms vs {args.opponent}: {mean:+.1f} a hand (95% CI {lo:+.1f} to {hi:+.1f}), "

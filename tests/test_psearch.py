@@ -146,6 +146,53 @@ def test_a_single_legal_action_costs_nothing() -> None:
     assert agent.last_simulations == 0
 
 
+def policy_choice(agent: PolicySearchAgent, g: Game) -> int:
+    """The id of the action the search's policy rates highest in `g` (its own move)."""
+    obs = ObservationEncoder(RULES).encode(g, g.current_player)
+    return agent.policy.act(obs, ActionCodec(RULES).mask(g))
+
+
+def rigged_leaf(favourite: int, edge: float, noise: float) -> Any:
+    """A leaf that values every world's candidates as N(0, noise), the candidate at position
+    `favourite` of each world's row `edge` higher (the candidates are valued world-major)."""
+    rng = np.random.default_rng(0)
+
+    def values(games: list[Any], seats: list[int], seeds: list[int]) -> np.ndarray:
+        out = rng.normal(0.0, noise, len(games))
+        width = len(games) // len(set(seeds)) if seeds else 1
+        out[favourite::width] += edge
+        return out
+
+    return values
+
+
+@pytest.mark.parametrize(
+    ("edge", "noise", "margin", "deviates"),
+    [
+        (0.3, 0.05, 0.0, True),  # surely better: the search's move
+        (0.3, 0.05, 0.5, False),  # surely better, but by less than the margin asked
+        (0.02, 0.5, 0.0, False),  # a little better, lost in the noise: the policy's move
+        (0.0, 0.0, 0.0, False),  # no difference at all
+    ],
+)
+def test_deviating_only_when_surely_better(
+    positions: list[Game], edge: float, noise: float, margin: float, deviates: bool
+) -> None:
+    """SPARTA's rule: with ``deviate`` the agent plays the policy's own move unless another
+    candidate is better in the same worlds by more than the margin with 95% confidence."""
+    g = next(p for p in positions if len(p.legal_actions()) >= 4)
+    agent = search(simulations=64, candidates=4, deviate=margin)
+    agent._leaf_values = rigged_leaf(2, edge, noise)  # type: ignore[method-assign]
+    result = agent.analyse(g.seat_view(g.current_player), g.legal_actions())
+    own = policy_choice(agent, g)
+    chosen = result.ids[result.prior.argsort()[::-1][2]]  # the third candidate by prior
+    assert int(ActionCodec(RULES).encode(g.seat_view(g.current_player), result.action)) == (
+        chosen if deviates else own
+    )
+    assert (result.visits > 0).sum() == 4  # every candidate in every world: no halving
+    assert len(set(result.visits[result.visits > 0])) == 1
+
+
 def test_simulation_budget_is_kept(positions: list[Game]) -> None:
     """``psearch:N``: at most N simulations (one world × one candidate each), and most of
     them spent when there are candidates to split them between (the halving's floors waste
@@ -277,6 +324,8 @@ def test_bad_specs_say_what_is_allowed(spec: str, words: str) -> None:
         ({"simulations": None, "ms": -1.0}, "ms must be a positive number"),
         ({"candidates": 0}, "candidates must be a positive whole number"),
         ({"c_scale": -1.0}, "c_scale must be a number >= 0"),
+        ({"deviate": -0.1}, "deviate must be None or a margin >= 0"),
+        ({"deviate": "0.1"}, "deviate must be None or a margin >= 0"),
     ],
 )
 def test_bad_arguments_say_what_is_allowed(kwargs: dict[str, Any], words: str) -> None:

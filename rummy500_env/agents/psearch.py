@@ -24,6 +24,14 @@ One decision, for the seat whose `SeatView` the agent is handed (nothing else is
    as in the paper). q̂ is in the value head's unit, a hand-score difference / 100 (the paper
    rescales its values to [0, 1]; a hand's differences lie within about ±1.5).
 
+**Deviating only when sure** (``deviate=δ``, SPARTA's rule: Lerer et al. 2020, "Improving
+Policies via Search in Cooperative Partially Observable Games"): the top m actions by prior
+are all valued in every world, no halving, and the agent plays the policy's own choice unless
+another candidate beats it in the same worlds by more than δ with 95% confidence (the lower
+end of the paired difference's interval over worlds, z = 1.96). A few worlds cannot tell
+apart moves a few points apart, and the choice by σ(q̂) follows whichever looked best; this
+rule keeps the policy's move wherever the search has no clear evidence against it.
+
 Values (``leaf``), all in hand points / 100 for the searching seat (its hand score minus the
 others' mean, as the policy's value head was trained):
 
@@ -183,6 +191,9 @@ class PolicySearchAgent(Bot):
             ``value`` and ``rollout`` leaves play it; ``playout`` (the engine's own playout)
             and ``turn`` at two players (no opponent move played) leave it unused.
         clock: the clock a millisecond budget is read on (seconds; tests inject their own).
+        deviate: None for the Gumbel choice; a margin δ ≥ 0 (hand points / 100) for
+            SPARTA's rule (module docstring): the policy's move unless a candidate is surely
+            better by more than δ. It implies the top m by prior (no Gumbel noise).
     """
 
     def __init__(
@@ -198,6 +209,7 @@ class PolicySearchAgent(Bot):
         seed: int | None = None,
         clock: Callable[[], float] = time.perf_counter,
         opponent: Any = None,
+        deviate: float | None = None,
     ) -> None:
         super().__init__(rules)
         if leaf not in LEAVES:
@@ -216,10 +228,16 @@ class PolicySearchAgent(Bot):
             )
         if not c_scale >= 0:
             raise PolicySearchError(f"c_scale must be a number >= 0, not {c_scale!r}")
+        if deviate is not None and not (isinstance(deviate, (int, float)) and deviate >= 0):
+            raise PolicySearchError(
+                f"deviate must be None or a margin >= 0 in hand points / 100, not {deviate!r}"
+            )
         if ms is None and simulations is None:
             ms = float(DEFAULT_MS)
         self.ms, self.simulations = ms, simulations
-        self.candidates, self.leaf, self.gumbel, self.c_scale = candidates, leaf, gumbel, c_scale
+        self.candidates, self.leaf, self.c_scale = candidates, leaf, c_scale
+        self.deviate = None if deviate is None else float(deviate)
+        self.gumbel = gumbel and deviate is None
         self.policy = _load_policy(policy, self.rules)
         self.network = self.policy.network
         self.opponent = None if opponent is None else _opponent_model(opponent, self.rules)
@@ -486,7 +504,12 @@ class _Halving:
         self.alive = order[:m]
         self.totals = np.zeros(len(legal))
         self.visits = np.zeros(len(legal), dtype=np.int64)
-        self.rounds = max(1, math.ceil(math.log2(m))) if m > 1 else 0
+        self.deviate = agent.deviate
+        self.rows: list[np.ndarray[Any, Any]] = []  # per-world values of `alive`, deviating
+        if self.deviate is None:
+            self.rounds = max(1, math.ceil(math.log2(m))) if m > 1 else 0
+        else:  # one round: every candidate in every world, paired against the policy's move
+            self.rounds = 1 if m > 1 else 0
         self.round = 0
         self.simulations = 0
 
@@ -517,15 +540,19 @@ class _Halving:
             self.totals[i] += values[:, j].sum()
             self.visits[i] += len(values)
         self.simulations += values.size
+        if self.deviate is not None:
+            self.rows.append(values)
 
     def halve(self) -> None:
-        """The end of a round: the better half of the alive candidates goes on."""
-        self.alive = self._best(max(1, len(self.alive) // 2))
+        """The end of a round: the better half of the alive candidates goes on (deviating:
+        all of them, for the paired choice)."""
+        if self.deviate is None:
+            self.alive = self._best(max(1, len(self.alive) // 2))
         self.round += 1
 
     def result(self) -> SearchResult:
         """The choice, the improved policy and value, the visits and q̂."""
-        choice = self._best(1)[0]
+        choice = self._best(1)[0] if self.deviate is None else self._sure_choice(self.deviate)
         improved, value = self._improved()
         q = np.divide(
             self.totals, self.visits, out=np.zeros(len(self.legal)), where=self.visits > 0
@@ -559,6 +586,23 @@ class _Halving:
         improved = np.exp(z - z.max())
         improved /= improved.sum()
         return improved.astype(np.float32), float((improved * completed).sum())
+
+    def _sure_choice(self, margin: float) -> int:
+        """SPARTA's rule: the policy's own choice (the top candidate by prior) unless the
+        candidate with the best mean paired difference from it beats it by more than `margin`
+        at the lower end of its 95% interval over the worlds."""
+        own = self.alive[0]
+        if not self.rows or len(self.alive) == 1:
+            return own
+        diffs = np.concatenate(self.rows)
+        diffs = diffs[:, 1:] - diffs[:, :1]  # each other candidate minus the policy's move
+        n = len(diffs)
+        if n < 2:
+            return own
+        mean = diffs.mean(axis=0)
+        best = int(np.argmax(mean))
+        low = mean[best] - 1.96 * float(diffs[:, best].std(ddof=1)) / math.sqrt(n)
+        return self.alive[best + 1] if low > margin else own
 
     def _best(self, keep: int) -> list[int]:
         """The `keep` alive candidates with the largest g + logits + σ(q̂) (ties: action-id
