@@ -3,7 +3,7 @@
 (`training.ppo`), and the next best response measures what that bought.
 
     python benchmarks/psro.py --rules standard,jokers=2,rummy_calls=true \\
-        --start models/rummy500-ppo-jokers-calls.pt --config runs/jk_pool.yaml \\
+        --start models/rummy500-ppo-jokers-calls.pt --config benchmarks/psro_jokers_calls.yaml \\
         --rounds 1 --br-budget 500000 --train-budget 500000 --out runs/psro_jk
     python benchmarks/psro.py ... -- --eval-every 100000      # flags for every exploit run
 
