@@ -326,6 +326,8 @@ def test_bad_specs_say_what_is_allowed(spec: str, words: str) -> None:
         ({"c_scale": -1.0}, "c_scale must be a number >= 0"),
         ({"deviate": -0.1}, "deviate must be None or a margin >= 0"),
         ({"deviate": "0.1"}, "deviate must be None or a margin >= 0"),
+        ({"deviate": True}, "deviate must be None or a margin >= 0"),
+        ({"deviate": float("nan")}, "deviate must be None or a margin >= 0"),
     ],
 )
 def test_bad_arguments_say_what_is_allowed(kwargs: dict[str, Any], words: str) -> None:

@@ -236,7 +236,8 @@ class PolicySearchAgent(Bot):
             )
         if not c_scale >= 0:
             raise PolicySearchError(f"c_scale must be a number >= 0, not {c_scale!r}")
-        if deviate is not None and not (isinstance(deviate, (int, float)) and deviate >= 0):
+        number = isinstance(deviate, (int, float)) and not isinstance(deviate, bool)
+        if deviate is not None and not (number and deviate >= 0):
             raise PolicySearchError(
                 f"deviate must be None or a margin >= 0 in hand points / 100, not {deviate!r}"
             )
