@@ -87,11 +87,11 @@ def main(argv: list[str] | None = None) -> None:
         if time.perf_counter() - start > args.seconds:
             break
     mean, lo, hi = mean_ci(margins)
-    gumbel = "top-k" if args.no_gumbel else "gumbel"
+    choice = "top-k" if args.no_gumbel else "gumbel"
     if args.deviate is not None:
-        gumbel = f"deviate>{args.deviate:g}"
+        choice = f"deviate>{args.deviate:g}"
     print(
-        f"leaf={args.leaf} {gumbel} m={args.candidates} c_scale={args.c_scale} "
+        f"leaf={args.leaf} {choice} m={args.candidates} c_scale={args.c_scale} "
         f"{args.ms:g}ms vs {args.opponent}: {mean:+.1f} a hand (95% CI {lo:+.1f} to {hi:+.1f}), "
         f"{2 * len(margins)} hands, {time.perf_counter() - start:.0f} s"
     )

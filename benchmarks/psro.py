@@ -21,28 +21,14 @@ figures are `training.evaluate`'s (the learners' ``policy.pt``).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from exploit_ladder import run_target
+
 from rummy500_env.engine.numbers import int_option
-from rummy500_env.training import exploit, ppo
-
-
-def best_response(target: Path, out: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """`training.exploit` against the policy file `target` in `out`: read when done, else run
-    or resumed."""
-    if (out / "exploit.json").exists():
-        result: dict[str, Any] = json.loads((out / "exploit.json").read_text())
-        return result
-    if (out / "state.json").exists():
-        argv = ["--resume", str(out), "--budget", str(args.br_budget)]
-    else:
-        argv = [str(target), "--rules", args.rules, "--run-dir", str(out)]
-        argv += ["--budget", str(args.br_budget), "--seed", str(args.seed), *args.exploit_flags]
-    parsed, resume = exploit.parse_args(argv)
-    return exploit.exploit(parsed, resume, "python -m training.exploit " + " ".join(argv))
+from rummy500_env.training import ppo
 
 
 def train_on(start: Path, responses: list[Path], out: Path, args: argparse.Namespace) -> Path:
@@ -92,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     learner, responses = args.start, []
     for i in range(args.rounds + 1):
         br = args.out / f"br_{i}"
-        result = best_response(learner, br, args)
+        result = run_target(
+            str(learner), args.rules, br, args.br_budget, args.seed, args.exploit_flags
+        )
         lines.append(f"| `{learner}` | {edge(result)} |")
         print(lines[-1], flush=True)
         if i == args.rounds:

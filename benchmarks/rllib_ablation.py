@@ -42,10 +42,17 @@ an RLlib run makes at least the decisions asked for."""
 DEFAULT_ARMS = "ppo,rllib:ppo,rllib:rllib"
 
 
+def arm_parts(arm: str) -> tuple[str, str, str]:
+    """(kind, learner, envs) of ``ppo``, ``rllib:LEARNER`` or ``rllib:LEARNER:ENVS`` (the
+    missing parts empty)."""
+    kind, _, rest = arm.partition(":")
+    learner, _, envs = rest.partition(":")
+    return kind, learner, envs
+
+
 def check_arm(arm: str) -> str:
-    """`arm` itself, or ValueError when it is neither ``ppo`` nor ``rllib:LEARNER``."""
-    kind, _, learner = arm.partition(":")
-    learner, _, envs = learner.partition(":")
+    """`arm` itself, or ValueError when it is neither ``ppo`` nor ``rllib:LEARNER[:ENVS]``."""
+    kind, learner, envs = arm_parts(arm)
     if arm != "ppo" and (kind != "rllib" or not learner or not (envs or "1").isdigit()):
         raise ValueError(f"{arm!r}: an arm is ppo, rllib:LEARNER or rllib:LEARNER:ENVS")
     if learner:
@@ -71,10 +78,10 @@ def train_command(arm: str, seed: int, decisions: int, run: Path, eval_every: in
         cmd = ["-m", "training.ppo", "--total-timesteps", str(steps)]
         cmd += ["--eval-every", str(eval_every)]
     else:
-        _, learner, *envs = arm.split(":")
+        _, learner, envs = arm_parts(arm)
         steps = math.ceil(decisions / LEARNER_SHARE / RLLIB_BATCH) * RLLIB_BATCH
         cmd = ["-m", "training.rllib", "--learner", learner, "--total-timesteps", str(steps)]
-        cmd += ["--num-envs-per-env-runner", envs[0]] if envs else []
+        cmd += ["--num-envs-per-env-runner", envs] if envs else []
         cmd += ["--eval-every", str(eval_every * PLAYERS)]
     if (run / "checkpoints").is_dir():
         return [sys.executable, "-m", cmd[1], "--resume", str(run), *cmd[2:]]
