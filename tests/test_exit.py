@@ -167,3 +167,43 @@ def test_labels_on_ray_are_those_of_the_local_workers(tiny_policy: Path, tmp_pat
         assert any(all(np.array_equal(mine[k], theirs[k]) for k in mine) for theirs in on_ray), (
             "a task labelled on Ray differs from the same task labelled here"
         )
+
+
+def test_a_round_is_split_between_the_workers_with_a_seed_each(tiny_policy: Path) -> None:
+    from rummy500_env.training.exit import round_tasks
+
+    args, _ = parse_args(["--labels-per-round", "101", "--workers", "4", "--seed", "3"])
+    policy = tiny_policy.read_bytes()
+    first, second = round_tasks(args, policy, 0), round_tasks(args, policy, 1)
+    assert [t.labels for t in first] == [26] * 4  # every worker's share, rounded up
+    seeds = [t.seed for t in first + second]
+    assert len(set(seeds)) == 8, "a worker of a round repeats another's deals"
+    assert all(t.policy == policy and t.simulations == args.simulations for t in first)
+
+
+def test_the_labelling_benchmark_times_the_trainers_workers(
+    tiny_policy: Path, tmp_path: Path
+) -> None:
+    """``benchmarks/exit_labels.py``: its timed work goes through `Workers` and returns the
+    labels with their CPU time and node; a backend it does not know is refused, saying what
+    is."""
+    import sys
+
+    from rummy500_env.training.exit import Workers
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    from exit_labels import backend_flags, timed_labels
+
+    args, _ = parse_args(tiny(tiny_policy, tmp_path / "r"))
+    task = LabelTask("standard", tiny_policy.read_bytes(), 2, 2, "value", 1, 4)
+    workers = Workers(args)
+    [timed] = list(workers.label([task], timed_labels))
+    workers.close()
+    plain = label_hands(task)
+    assert all(np.array_equal(timed[k], plain[k]) for k in plain)
+    assert float(timed["cpu_s"]) > 0 and str(timed["node"])
+    assert backend_flags("pool:2", None) == ["--workers", "2"]
+    assert backend_flags("cluster:3", "auto") == ["--workers", "3", "--ray", "--address", "auto"]
+    for bad in ("pool", "ray:0", "gpu:2", "cluster:2"):  # cluster:2 without an address
+        with pytest.raises(SystemExit, match="cluster"):
+            backend_flags(bad, None)

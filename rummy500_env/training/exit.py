@@ -36,7 +36,7 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -298,6 +298,10 @@ class _Hand:
         self.rows: dict[str, list[Any]] = {k: [] for k in FIELDS}
 
 
+LabelWork = Callable[[LabelTask], dict[str, np.ndarray]]
+"""What a worker runs on a task: `label_hands`, or a wrapper of it (a benchmark's timing)."""
+
+
 class Workers:
     """Where labelling runs: this process (one worker), a local process pool, or Ray. Every
     task's labels depend on its seed alone, never on where it ran."""
@@ -324,22 +328,26 @@ class Workers:
         elif args.workers > 1:
             self.pool = mp.get_context("spawn").Pool(args.workers, initializer=one_torch_thread)
 
-    def label(self, tasks: list[LabelTask]) -> Iterator[dict[str, np.ndarray]]:
-        """Each task's labels, in the order the tasks finish."""
+    def label(
+        self, tasks: list[LabelTask], work: LabelWork | None = None
+    ) -> Iterator[dict[str, np.ndarray]]:
+        """Each task's labels (`work`'s result, `label_hands` by default), in the order the
+        tasks finish."""
+        work = work or label_hands
         if self.ray is not None:
-            remote = self.ray.remote(label_hands)
+            remote = self.ray.remote(work)
             pending = [remote.remote(t) for t in tasks]
             while pending:
                 done, pending = self.ray.wait(pending, num_returns=1)
                 yield self.ray.get(done[0])
         elif self.pool is not None:
-            yield from self.pool.imap_unordered(label_hands, tasks)
+            yield from self.pool.imap_unordered(work, tasks)
         else:
             before = torch.get_num_threads()
             torch.set_num_threads(1)
             try:
                 for t in tasks:
-                    yield label_hands(t)
+                    yield work(t)
             finally:
                 torch.set_num_threads(before)
 
@@ -407,6 +415,19 @@ def load_replay(files: list[Path]) -> dict[str, np.ndarray]:
     return {k: np.concatenate([p[k] for p in parts]) for k in FIELDS}
 
 
+def round_tasks(args: Args, policy: bytes, round_index: int) -> list[LabelTask]:
+    """A round's labelling tasks: `labels_per_round` split between the workers, searching
+    with `policy` (a policy file's bytes), a seed per round and worker."""
+    n = args.workers
+    share = math.ceil(args.labels_per_round / n)
+    base = (args.seed * 1_000_003 + round_index) * n
+    search = (args.simulations, args.candidates, args.leaf)
+    return [
+        LabelTask(args.rules, policy, *search, base + w, share, args.c_scale, args.hands_at_once)
+        for w in range(n)
+    ]
+
+
 # --- the run
 
 
@@ -442,21 +463,10 @@ class Trainer:
         save_checkpoint(self.run.checkpoints, self.network, self.optimizer, self.state, self.args)
 
     def tasks(self) -> list[LabelTask]:
-        """This round's labelling tasks: the current network, a seed per round and worker."""
-        args = self.args
+        """This round's labelling tasks, searching with the current network."""
         current = self.run.path / "current.pt"
-        export_policy(self.network, args, current, self.timesteps)
-        policy = current.read_bytes()
-        n = args.workers
-        share = math.ceil(args.labels_per_round / n)
-        base = (args.seed * 1_000_003 + self.state["rounds"]) * n
-        search = (args.simulations, args.candidates, args.leaf)
-        return [
-            LabelTask(
-                args.rules, policy, *search, base + w, share, args.c_scale, args.hands_at_once
-            )
-            for w in range(n)
-        ]
+        export_policy(self.network, self.args, current, self.timesteps)
+        return round_tasks(self.args, current.read_bytes(), int(self.state["rounds"]))
 
     def round(self) -> dict[str, float]:
         """Label, store the round's labels, learn from the replay; returns the round's figures."""
