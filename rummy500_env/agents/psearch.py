@@ -94,11 +94,13 @@ network averages the noise over many positions).
 The 200 ms runs against ``model`` pool ``--seed 0`` (−4.0, 60 hands) and ``--seed 1`` (+2.8,
 60 hands), margins over deals. The 200 ms runs ran the core's pure-Python sources (an edited
 checkout whose compiled build was stale), about 3.7 times fewer playouts than a compiled
-install. So far the search beats the rollout search clearly but not the policy it searches
-with. A likely reason, not yet measured: the greedy playout judges the network's candidates
-by how a greedy player would fare, so where the network is right and the playout wrong the
-search follows the playout. A value that knows the network's play (a critic trained for the
-search, expert iteration) is the next step.
+install. Again on the compiled build, alone on the 2-core machine (``--seed 0``): 50 ms +1.4
+(−5.5 to +8.3), 200 hands; 200 ms −1.9 (−10.7 to +6.8), 200 hands; 1,000 ms +1.8 (−19.2 to
++22.8), 60 hands. So the search beats the rollout search clearly but not the policy it
+searches with, at any of these budgets. A likely reason, not yet measured: the greedy
+playout judges the network's candidates by how a greedy player would fare, so where the
+network is right and the playout wrong the search follows the playout. A value that knows
+the network's play (a critic trained for the search, expert iteration) is the next step.
 
 SPARTA's rule does not rescue the ``value`` leaf: at 200 CPU ms a decision, m = 4, δ = 0
 (``python benchmarks/psearch_leaf.py --ms 200 --leaf value --candidates 4 --deviate 0 --deals
