@@ -29,6 +29,7 @@ import json
 import os
 import statistics
 import time
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -82,13 +83,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--address", default=None, help="the Ray cluster of cluster:N")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
-    flags = {b: backend_flags(b, a.address) for b in a.backends}
+    setups = {}
+    for b in a.backends:
+        args, _ = parse_args(["--labels-per-round", str(a.labels), *backend_flags(b, a.address)])
+        args.validate()
+        setups[b] = args
+    policy = policy_path(args.policy_name()).read_bytes()  # the same table for every backend
     runs: dict[str, list[dict[str, Any]]] = {b: [] for b in a.backends}
     for repeat in range(a.repeats):
-        for backend in a.backends:
-            args, _ = parse_args(["--labels-per-round", str(a.labels), *flags[backend]])
-            args.validate()
-            policy = policy_path(args.policy_name()).read_bytes()
+        for backend, args in setups.items():
             tasks = round_tasks(args, policy, repeat)
             workers = Workers(args)
             try:  # warm-up: a hand a worker, so its imports and start are not timed
@@ -99,21 +102,21 @@ def main(argv: list[str] | None = None) -> None:
             finally:
                 workers.close()
             labels = sum(len(p["obs"]) for p in parts)
-            nodes: dict[str, int] = {}
+            nodes = Counter[str]()
             for p in parts:
-                nodes[str(p["node"])] = nodes.get(str(p["node"]), 0) + len(p["obs"])
+                nodes[str(p["node"])] += len(p["obs"])
             run: dict[str, Any] = {
                 "labels": labels,
                 "wall_s": wall,
                 "labels_per_s": labels / wall,
                 "cpu_s_per_label": sum(float(p["cpu_s"]) for p in parts) / labels,
-                "labels_by_node": nodes,
+                "labels_by_node": dict(nodes),
             }
             runs[backend].append(run)
             print(
                 f"# {backend} round {repeat + 1}: {labels} labels in {wall:.1f} s, "
                 f"{run['labels_per_s']:.1f} labels/s, {run['cpu_s_per_label'] * 1000:.0f} "
-                f"CPU ms a label, by node {nodes}",
+                f"CPU ms a label, by node {dict(nodes)}",
                 flush=True,
             )
     rows = [

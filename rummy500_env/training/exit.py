@@ -329,11 +329,9 @@ class Workers:
             self.pool = mp.get_context("spawn").Pool(args.workers, initializer=one_torch_thread)
 
     def label(
-        self, tasks: list[LabelTask], work: LabelWork | None = None
+        self, tasks: list[LabelTask], work: LabelWork = label_hands
     ) -> Iterator[dict[str, np.ndarray]]:
-        """Each task's labels (`work`'s result, `label_hands` by default), in the order the
-        tasks finish."""
-        work = work or label_hands
+        """Each task's labels (`work`'s result), in the order the tasks finish."""
         if self.ray is not None:
             remote = self.ray.remote(work)
             pending = [remote.remote(t) for t in tasks]
