@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
         help="SPARTA's rule: the policy's move unless a candidate is surely better by more "
         "than this many hand points / 100 (default: the Gumbel choice)",
     )
+    ap.add_argument("--table", default=None, help="a table value file (leaf table)")
     ap.add_argument("--opponent", default="model", help="an agent spec")
     ap.add_argument(
         "--deals", type=int_option("deals"), default=40, help="deals, each played from both seats"
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> None:
         c_scale=args.c_scale,
         gumbel=not args.no_gumbel,
         deviate=args.deviate,
+        table=args.table,
         seed=args.seed,
         clock=time.perf_counter if args.wall_clock else time.process_time,
     )

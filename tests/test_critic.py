@@ -19,6 +19,7 @@ import torch
 from rummy500_env import Game, Rules
 from rummy500_env.agents.networks import build_network
 from rummy500_env.agents.policy import PolicyAgent
+from rummy500_env.rl.hidden import hidden_hands, hidden_hands_size
 from rummy500_env.rl.rummy500_v0 import Rummy500Env
 from rummy500_env.training.common import ConfigError
 from rummy500_env.training.ppo import (
@@ -30,7 +31,7 @@ from rummy500_env.training.ppo import (
     ppo_update,
 )
 from rummy500_env.training.rollouts import Collector, new_model, opponent_pool
-from rummy500_env.training.selfplay import SelfPlayGames, hidden_hands, hidden_hands_size
+from rummy500_env.training.selfplay import SelfPlayGames
 
 SMALL = {
     "n_games": 4,

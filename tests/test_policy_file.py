@@ -292,7 +292,10 @@ def with_metadata(
             {"network": {"kind": "mlp", "net_arch": [64], "activation": {}}},
             "network.activation must be a str ('tanh' or 'relu'), not {}",
         ),
-        ({"network": {"kind": ["cards"]}}, "network.kind must be a str ('mlp' or 'cards')"),
+        (
+            {"network": {"kind": ["cards"]}},
+            "network.kind must be a str ('mlp' or 'cards' or 'table' or 'belief')",
+        ),
         (
             {"network": {"kind": "mlp", "net_arch": 64, "activation": "tanh"}},
             "network.net_arch must be a list",

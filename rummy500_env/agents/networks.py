@@ -35,6 +35,19 @@ from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
 
 KINDS = ("mlp", "cards")
+"""The policy networks (what `training.ppo` trains and `PolicyAgent` plays)."""
+TABLE = "table"
+"""The network kind of a table value (`TableValue`): a search's value, not a policy."""
+BELIEF = "belief"
+"""The network kind of a hand belief (`HandBelief`): how a search deals its worlds."""
+ALL_KINDS = (*KINDS, TABLE, BELIEF)
+ROLES = {
+    "mlp": "a policy",
+    "cards": "a policy",
+    TABLE: "a table value (the search's value of a world it dealt: psearch's table=)",
+    BELIEF: "a hand belief (how the search deals its worlds: psearch's belief=)",
+}
+"""What a file of each network kind is, for a refusal that names it."""
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 STANDARD_RANGES = ("draw", "pile", "decline", "meld", "layoff", "discard")
 """The action ranges with a card-tied head; any other range (a variant's) reads the summary."""
@@ -143,13 +156,18 @@ class CardPolicy(nn.Module):
         self.draw_decline_other = nn.Linear(hidden, 2 + sum(others))
         self.value_head = nn.Linear(hidden, 1)
 
-    def _trunk(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-card features (B, 52, C) and the position's summary (B, hidden)."""
+    def _trunk(
+        self, obs: torch.Tensor, extra: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-card features (B, 52, C) and the position's summary (B, hidden); `extra`
+        (B, 4, 13, C), added to the embedded cards, is how `TableValue` adds what the
+        observation leaves out."""
         b = obs.shape[0]
         cards = torch.cat([obs[:, a:z] for a, z in self.card_slices], dim=1)
         cards = cards.view(b, self.in_channels, 4, 13).permute(0, 2, 3, 1)
         g = self.global_in(torch.cat([obs[:, a:z] for a, z in self.global_slices], dim=1))
-        h = torch.relu(self.embed(cards) + self.card_identity + g[:, None, None, :])
+        h = self.embed(cards) + self.card_identity + g[:, None, None, :]
+        h = torch.relu(h if extra is None else h + extra)
         for block in self.blocks:
             h = block(h)
         flat = h.reshape(b, 52, -1)
@@ -226,8 +244,8 @@ def check_spec(spec: Any) -> dict[str, Any]:
     if not isinstance(spec, dict):
         raise NetworkSpecError(f"it must be an object such as {EXAMPLES}, not {spec!r:.80}")
     kind = spec.get("kind", "mlp")
-    if kind not in KINDS:
-        raise NetworkSpecError(f"network kind {kind!r:.40} is unknown: use one of {KINDS}")
+    if kind not in ALL_KINDS:
+        raise NetworkSpecError(f"network kind {kind!r:.40} is unknown: use one of {ALL_KINDS}")
     fields = ("net_arch", "activation") if kind == "mlp" else tuple(CARD_LIMITS)
     unknown = sorted(str(k)[:40] for k in set(spec) - {"kind", *fields})
     missing = [f for f in fields if f not in spec]
@@ -237,7 +255,7 @@ def check_spec(spec: Any) -> dict[str, Any]:
             + (f"; unknown: {unknown[:5]}" if unknown else "")
             + (f"; missing: {missing}" if missing else "")
         )
-    if kind == "cards":
+    if kind != "mlp":
         for name, (lo, hi) in CARD_LIMITS.items():
             if not _int_in(spec[name], lo, hi):
                 raise NetworkSpecError(
@@ -279,14 +297,78 @@ def build_network(rules: Rules, spec: dict[str, Any]) -> nn.Module:
 
     ``{"kind": "mlp", "net_arch": [256, 256], "activation": "tanh"}`` (``kind`` may be left
     out: files before the card network have none) or
-    ``{"kind": "cards", "channels": 48, "blocks": 2, "hidden": 256}``; `check_spec` says
-    what is allowed.
+    ``{"kind": "cards", "channels": 48, "blocks": 2, "hidden": 256}`` (``"table"`` and
+    ``"belief"`` with the same sizes: `TableValue`, `HandBelief`); `check_spec` says what is
+    allowed.
     """
     check_spec(spec)
     kind = spec.get("kind", "mlp")
     if kind == "mlp":
         enc, codec = ObservationEncoder(rules), ActionCodec(rules)
         return mlp(enc.features_size, list(spec["net_arch"]), codec.size, spec["activation"])
+    sizes = (int(spec["channels"]), int(spec["blocks"]), int(spec["hidden"]))
     if kind == "cards":
-        return CardPolicy(rules, int(spec["channels"]), int(spec["blocks"]), int(spec["hidden"]))
-    raise ValueError(f"network kind {kind!r} is unknown: use one of {KINDS}")
+        return CardPolicy(rules, *sizes)
+    if kind == TABLE:
+        return TableValue(rules, *sizes)
+    if kind == BELIEF:
+        return HandBelief(rules, *sizes)
+    raise ValueError(f"network kind {kind!r} is unknown: use one of {ALL_KINDS}")
+
+
+class TableValue(nn.Module):
+    """A value for search, which sees the whole table: the ``cards`` network's trunk and value
+    head reading, besides a seat's observation, the hands of the other seats (`hidden_hands`,
+    one input channel a seat on the same 4 × 13 grid, jokers in the global vector).
+
+    In a world a search has dealt, every hand is known, so the value of what follows a
+    candidate is a function of the world, not a guess over the unseen cards: trained on the
+    outcomes of a policy's own play, it is that policy's expected hand score from the world,
+    and its mean over the worlds is the candidate's value under the policy (a one-step policy
+    improvement) without a rollout's noise. It starts from the policy's own trunk and value
+    head, the hidden cards' weights at zero."""
+
+    def __init__(self, rules: Rules, channels: int, blocks: int, hidden: int) -> None:
+        super().__init__()
+        self.card = CardPolicy(rules, channels, blocks, hidden)
+        self.others = rules.players - 1
+        self.width = 52 + (1 if rules.jokers else 0)
+        self.hidden_cards = nn.Linear(self.others, channels, bias=False)
+        nn.init.zeros_(self.hidden_cards.weight)
+        self.hidden_jokers: nn.Linear | None = None
+        if rules.jokers:
+            self.hidden_jokers = nn.Linear(self.others, channels, bias=False)
+            nn.init.zeros_(self.hidden_jokers.weight)
+
+    def forward(self, obs: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        """The values of positions (observations) whose other seats hold `hidden`."""
+        b = obs.shape[0]
+        seats = hidden.view(b, self.others, self.width)
+        cards = seats[:, :, :52].reshape(b, self.others, 4, 13).permute(0, 2, 3, 1)
+        extra = self.hidden_cards(cards)
+        if self.hidden_jokers is not None:
+            extra = extra + self.hidden_jokers(seats[:, :, 52])[:, None, None, :]
+        _, summary = self.card._trunk(obs, extra)
+        values: torch.Tensor = self.card.value_head(summary).squeeze(-1)
+        return values
+
+
+class HandBelief(nn.Module):
+    """What the other seats likely hold, from one seat's observation: the ``cards`` network's
+    trunk with one logit per card and other seat (in turn order after the seat), the chance
+    that the card is in that seat's hand. A search deals its worlds by it
+    (`SeatView.sample_position`'s weights) rather than uniformly: the others keep the cards
+    that suit them and throw the rest, and a uniform deal forgets it. Trained on the hands of
+    a policy's own play; it starts from the policy's trunk."""
+
+    def __init__(self, rules: Rules, channels: int, blocks: int, hidden: int) -> None:
+        super().__init__()
+        self.card = CardPolicy(rules, channels, blocks, hidden)
+        self.others = rules.players - 1
+        self.head = nn.Linear(channels, self.others)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Logits (B, other seats, 52): card c in the hand of the seat that many after."""
+        cards, _ = self.card._trunk(obs)
+        logits: torch.Tensor = self.head(cards).transpose(1, 2)
+        return logits

@@ -113,50 +113,9 @@ class PolicyAgent:
         """Load an exported policy (a path, or the name of a shipped one: "standard"); refuse
         one made for other rules or encodings, showing stored vs current."""
         path = policy_path(path)
-        blob = load_policy_file(path)
-        meta = blob["metadata"]
-        try:
-            stored_rules = Rules.from_dict(meta["rules"])
-        except (KeyError, Rummy500Error, TypeError) as e:
-            raise PolicyLoadError(f"{str(path)!r}: unreadable rules in metadata: {e}") from None
-        if rules is not None and Rules.coerce(rules) != stored_rules:
-            raise PolicyLoadError(
-                f"{str(path)!r} was trained for other rules:\n  stored:  {stored_rules}\n"
-                f"  current: {Rules.coerce(rules)}{fitting(Rules.coerce(rules))}"
-            )
-        now = current_encoding(stored_rules)
-        stored = {k: meta.get("encoding", {}).get(k) for k in now}
-        if stored["observation_version"] in FEATURE_VERSIONS:  # the same feature part
-            stored["observation_version"] = OBSERVATION_VERSION
-        if stored != now:
-            raise PolicyLoadError(
-                f"{str(path)!r} was made for another observation/action encoding:\n"
-                f"  stored:  {stored}\n  current: {now}\nretrain or use a matching version "
-                f"(the file says package {meta.get('package_version')!r:.40})"
-            )
-        from rummy500_env.agents.networks import NetworkSpecError, check_spec, state_shapes
-        from rummy500_env.agents.networks import build_network as build
+        from rummy500_env.agents.networks import KINDS
 
-        try:
-            spec = check_spec(meta.get("network", {}))
-        except NetworkSpecError as e:
-            raise PolicyLoadError(
-                f"{str(path)!r}: its metadata's network is not one this package builds: {e}"
-            ) from None
-        misfit = _misfit(state_shapes(stored_rules, spec), blob["state_dict"])
-        if misfit:  # before building: the file's own weights bound what is built
-            raise PolicyLoadError(
-                f"{str(path)!r}: the weights do not fit the network its metadata describes "
-                f"({spec}): {misfit}"
-            )
-        try:
-            net = build(stored_rules, spec)
-            net.load_state_dict(blob["state_dict"])
-        except (KeyError, RuntimeError, TypeError, ValueError) as e:
-            raise PolicyLoadError(
-                f"{str(path)!r}: the weights do not fit the network its metadata describes: "
-                f"{str(e).splitlines()[0]}"
-            ) from None
+        net, meta = load_network(path, rules, KINDS)
         return cls(net, meta, deterministic=deterministic, seed=seed, path=str(path))
 
     def act(self, observation: np.ndarray[Any, Any], action_mask: np.ndarray[Any, Any]) -> int:
@@ -245,6 +204,64 @@ class PolicyAgent:
 
     def __repr__(self) -> str:
         return f"PolicyAgent({self.path!r})"
+
+
+def load_network(
+    path: Path, rules: Rules | str | dict[str, Any] | None, kinds: tuple[str, ...]
+) -> tuple[Any, dict[str, Any]]:
+    """The network of a file in the policy file's container and its metadata: checked as a
+    policy file is, made for `rules` (None: any) and the current encodings, and of one of
+    `kinds` (a policy's, or a search's table value or hand belief). `PolicyLoadError` names
+    the file and what is wrong."""
+    blob = load_policy_file(path)
+    meta = blob["metadata"]
+    try:
+        stored_rules = Rules.from_dict(meta["rules"])
+    except (KeyError, Rummy500Error, TypeError) as e:
+        raise PolicyLoadError(f"{str(path)!r}: unreadable rules in metadata: {e}") from None
+    if rules is not None and Rules.coerce(rules) != stored_rules:
+        raise PolicyLoadError(
+            f"{str(path)!r} was trained for other rules:\n  stored:  {stored_rules}\n"
+            f"  current: {Rules.coerce(rules)}{fitting(Rules.coerce(rules))}"
+        )
+    now = current_encoding(stored_rules)
+    stored = {k: meta.get("encoding", {}).get(k) for k in now}
+    if stored["observation_version"] in FEATURE_VERSIONS:  # the same feature part
+        stored["observation_version"] = OBSERVATION_VERSION
+    if stored != now:
+        raise PolicyLoadError(
+            f"{str(path)!r} was made for another observation/action encoding:\n"
+            f"  stored:  {stored}\n  current: {now}\nretrain or use a matching version "
+            f"(the file says package {meta.get('package_version')!r:.40})"
+        )
+    from rummy500_env.agents.networks import ROLES, NetworkSpecError, check_spec, state_shapes
+    from rummy500_env.agents.networks import build_network as build
+
+    try:
+        spec = check_spec(meta.get("network", {}))
+    except NetworkSpecError as e:
+        raise PolicyLoadError(
+            f"{str(path)!r}: its metadata's network is not one this package builds: {e}"
+        ) from None
+    kind = spec.get("kind", "mlp")
+    if kind not in kinds:
+        wanted = " or ".join(sorted({ROLES[k] for k in kinds}))
+        raise PolicyLoadError(f"{str(path)!r} holds {ROLES[kind]}, not {wanted}")
+    misfit = _misfit(state_shapes(stored_rules, spec), blob["state_dict"])
+    if misfit:  # before building: the file's own weights bound what is built
+        raise PolicyLoadError(
+            f"{str(path)!r}: the weights do not fit the network its metadata describes "
+            f"({spec}): {misfit}"
+        )
+    try:
+        net = build(stored_rules, spec)
+        net.load_state_dict(blob["state_dict"])
+    except (KeyError, RuntimeError, TypeError, ValueError) as e:
+        raise PolicyLoadError(
+            f"{str(path)!r}: the weights do not fit the network its metadata describes: "
+            f"{str(e).splitlines()[0]}"
+        ) from None
+    return net, meta
 
 
 def _misfit(shapes: dict[str, tuple[int, ...]], weights: Mapping[str, Any]) -> str:

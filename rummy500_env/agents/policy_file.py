@@ -251,7 +251,7 @@ def metadata_problem(meta: dict[str, Any]) -> str:
     false, null) no deeper than `METADATA_DEPTH`, and each field this package reads must have
     its type (`METADATA_TYPES`, `ENCODING_FIELDS`, `NETWORK_TYPES`), so a crafted file is
     refused by name before any value is used (``"activation": []`` was a bare TypeError)."""
-    from rummy500_env.agents.networks import ACTIVATIONS, KINDS  # torch: loading needs it
+    from rummy500_env.agents.networks import ACTIVATIONS, ALL_KINDS  # torch: loading needs it
 
     for key, value in meta.items():
         if not isinstance(key, str):
@@ -268,7 +268,7 @@ def metadata_problem(meta: dict[str, Any]) -> str:
             (f"encoding.{k}", encoding[k], (int,), "") for k in ENCODING_FIELDS if k in encoding
         ]
     if isinstance(network, dict):
-        allowed = {"kind": KINDS, "activation": tuple(ACTIVATIONS)}
+        allowed = {"kind": ALL_KINDS, "activation": tuple(ACTIVATIONS)}
         checks += [
             (f"network.{k}", network[k], (kind,), _one_of(allowed.get(k, ())))
             for k, kind in NETWORK_TYPES.items()

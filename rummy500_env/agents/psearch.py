@@ -43,7 +43,14 @@ others' mean, as the policy's value head was trained):
             is zero-sum), so the opponent's turn is not played; at more players as ``value``;
 ``rollout`` the policy plays every seat, greedily, to the end of the hand: the exact score;
 ``playout`` the compiled greedy playout of `SearchAgent` (`agents.playout`) to the end of the
-            hand: the exact score.
+            hand: the exact score;
+``table``   a table value (`networks.TableValue`, ``table=``; ``python -m
+            training.search_nets`` trains it on the policy's own play): the policy's
+            expected hand score from the world, which it reads whole, every hand included.
+
+Worlds are dealt uniformly over the unseen cards, or, with a hand belief (``belief=``, a
+`networks.HandBelief` from the same command), each other hand's unknown cards by the belief's
+odds of each card being there (`SeatView.sample_position`'s weights).
 
 With the leaves that ask the network, every network call of a round is one batched forward
 over all its worlds and candidates (torch inference mode, on one thread: a search is one
@@ -122,6 +129,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -133,8 +141,9 @@ from rummy500_env.engine.game import Game
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.seat_view import SeatView
+from rummy500_env.rl.hidden import hidden_hands
 
-LEAVES = ("value", "turn", "rollout", "playout")
+LEAVES = ("value", "turn", "rollout", "playout", "table")
 """How a simulation values what follows a candidate (module docstring)."""
 DEFAULT_MS = 200
 """Milliseconds a decision when neither `ms` nor `simulations` is given."""
@@ -207,6 +216,9 @@ class PolicySearchAgent(Bot):
         deviate: None for the Gumbel choice; a margin δ ≥ 0 (hand points / 100) for
             SPARTA's rule (module docstring): the policy's move unless a candidate is surely
             better by more than δ. It implies the top m by prior (no Gumbel noise).
+        table: a table value (`TableValue` or its file) for the ``table`` leaf.
+        belief: a hand belief (`HandBelief` or its file) to deal the worlds by; None:
+            uniformly.
     """
 
     def __init__(
@@ -223,6 +235,8 @@ class PolicySearchAgent(Bot):
         clock: Callable[[], float] = time.perf_counter,
         opponent: Any = None,
         deviate: float | None = None,
+        table: Any = None,
+        belief: Any = None,
     ) -> None:
         super().__init__(rules)
         if leaf not in LEAVES:
@@ -261,6 +275,14 @@ class PolicySearchAgent(Bot):
                 "leaves 'value' and 'turn' need a policy with a value head (the 'cards' "
                 f"network); {self.policy!r} has none: use leaf 'rollout' or 'playout'"
             )
+        self.table: Any = None if table is None else _load_search_net(table, self.rules, "table")
+        if leaf == "table" and self.table is None:
+            raise PolicySearchError(
+                "leaf 'table' needs a table value: table=PATH (python -m training.search_nets)"
+            )
+        self.belief: Any = (
+            None if belief is None else _load_search_net(belief, self.rules, "belief")
+        )
         self.rng = random.Random(seed)
         self.clock = clock
         self.last_simulations = 0
@@ -358,9 +380,23 @@ class PolicySearchAgent(Bot):
         """n standard Gumbel draws from the agent's seeded generator."""
         return np.array([-math.log(-math.log(self.rng.random() or 1e-300)) for _ in range(n)])
 
-    def _world(self, view: SeatView) -> Game:
-        """A world the seat cannot tell from the real position (`Game.from_seat_view`)."""
-        return Game.from_seat_view(view, self.rng, check=False)
+    def _world(self, view: SeatView, weights: list[list[float]] | None = None) -> Game:
+        """A world the seat cannot tell from the real position (`Game.from_seat_view`), the
+        other hands dealt by `weights` where given."""
+        return Game.from_seat_view(view, self.rng, check=False, weights=weights)
+
+    def _weights(self, view: SeatView, root: np.ndarray[Any, Any]) -> list[list[float]] | None:
+        """How the worlds of a decision deal the other hands (`SeatView.sample_position`'s
+        weights): the hand belief's odds p / (1 - p) of each card in each other hand, from
+        the root observation (a joker: the row's mean); None without a belief (uniformly)."""
+        import torch
+
+        if self.belief is None:
+            return None
+        with torch.inference_mode():
+            p = torch.sigmoid(self.belief(torch.from_numpy(root[None])))[0].double()
+        odds = (p.clamp(1e-3, 1 - 1e-3) / (1 - p.clamp(1e-3, 1 - 1e-3))).numpy()
+        return [[*row.tolist(), float(row.mean())] for row in odds]
 
     # --- valuing a candidate -----------------------------------------------------------------
 
@@ -381,6 +417,17 @@ class PolicySearchAgent(Bot):
         if self.leaf == "playout":
             for k, (g, seat) in enumerate(zip(games, seats, strict=True)):
                 out[k] = play_out(g, random.Random(seeds[k]), self.values, seat) / 100
+        elif self.leaf == "table":
+            pending = []
+            for k, (g, seat) in enumerate(zip(games, seats, strict=True)):
+                if g.is_hand_over:
+                    out[k] = hand_value(g, seat)
+                else:
+                    pending.append(k)
+            if pending:
+                out[pending] = self._table_values(
+                    [games[k] for k in pending], [seats[k] for k in pending]
+                )
         elif self.leaf == "rollout":
             self._advance(games, seats, lambda g, seat: g.is_hand_over)
             out[:] = [hand_value(g, seat) for g, seat in zip(games, seats, strict=True)]
@@ -465,6 +512,20 @@ class PolicySearchAgent(Bot):
     def _values(self, obs: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         return self._forward(obs)[1]
 
+    def _table_values(self, games: list[Game], seats: list[int]) -> np.ndarray[Any, Any]:
+        """The table value of each game for its seat (every hand of a world is known), one
+        batched forward."""
+        import torch
+
+        features = self.encoder.features_size
+        obs = np.stack(
+            [self.encoder.encode(g, s)[:features] for g, s in zip(games, seats, strict=True)]
+        )
+        hidden = np.stack([hidden_hands(g, s) for g, s in zip(games, seats, strict=True)])
+        with torch.inference_mode():
+            out = self.table(torch.from_numpy(obs), torch.from_numpy(hidden))
+        return np.asarray(out.numpy())
+
     def __repr__(self) -> str:
         budget = f"{self.simulations} simulations" if self.ms is None else f"{self.ms:g} ms"
         return f"PolicySearchAgent({budget}, {self.policy.path!r}, leaf={self.leaf!r})"
@@ -502,8 +563,9 @@ class _Halving:
     def __init__(self, agent: PolicySearchAgent, view: SeatView, legal: list[Action]) -> None:
         self.view, self.legal, self.c_scale = view, legal, agent.c_scale
         first = agent._world(view)
-        self.spare = [first]  # sampled, not yet searched
-        root = agent.encoder.encode(first, view.seat)
+        root = agent.encoder.encode(first, view.seat)  # the same in every world
+        self.weights = agent._weights(view, root)
+        self.spare = [first] if self.weights is None else []  # dealt, not yet searched
         self.ids = [agent.codec.encode(view, a) for a in legal]
         raw, root_value = agent._forward(root[None])
         self.root_value = float(root_value[0])
@@ -539,7 +601,10 @@ class _Halving:
 
     def deal(self, agent: PolicySearchAgent, n: int) -> list[Game]:
         """n fresh worlds (the one the root was encoded from first)."""
-        worlds = [self.spare.pop() if self.spare else agent._world(self.view) for _ in range(n)]
+        worlds = [
+            self.spare.pop() if self.spare else agent._world(self.view, self.weights)
+            for _ in range(n)
+        ]
         agent.last_worlds += [w.copy() for w in worlds]
         return worlds
 
@@ -650,6 +715,16 @@ def _load_policy(policy: Any, rules: Rules) -> Any:
     if policy is None:
         policy = shipped_for(rules)
     return PolicyAgent.load(policy, rules=rules, deterministic=True)
+
+
+def _load_search_net(net: Any, rules: Rules, kind: str) -> Any:
+    """A search network of `kind` (``table`` or ``belief``) for `rules`: the module itself,
+    or loaded (and checked) from its file."""
+    from rummy500_env.agents.policy import load_network
+
+    if isinstance(net, (str, Path)):
+        net, _ = load_network(Path(net), rules, (kind,))
+    return net.eval()
 
 
 def _opponent_model(opponent: Any, rules: Rules) -> Any:

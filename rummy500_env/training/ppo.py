@@ -46,6 +46,7 @@ from rummy500_env.agents.networks import KINDS
 from rummy500_env.agents.policy import PolicyAgent, current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.rl.hidden import hidden_hands
 from rummy500_env.training.common import (
     ConfigError,
     Every,
@@ -76,7 +77,6 @@ from rummy500_env.training.rollouts import (
     new_collector,
     new_model,
 )
-from rummy500_env.training.selfplay import hidden_hands
 
 
 @dataclass

@@ -5,7 +5,7 @@ advantages) at a time. Both import it; it imports neither.
 
 The critic (``critic`` in the settings): ``obs`` values a position from the learner's
 observation, what the actor reads; ``full`` (`TableCritic`) also reads what the other seats
-hold (`selfplay.hidden_hands`), so the advantages that train the actor lose the variance of
+hold (`rl.hidden.hidden_hands`), so the advantages that train the actor lose the variance of
 the cards the learner cannot see (the centralised critics of PerfectDou and of Suphx's oracle
 guiding). The actor never reads them: the exported policy is the same network either way.
 """
@@ -22,8 +22,9 @@ from rummy500_env.agents.networks import CardPolicy, build_network, mlp
 from rummy500_env.agents.policy import PolicyAgent, current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.rules import Rules
+from rummy500_env.rl.hidden import hidden_hands_size
 from rummy500_env.rl.opponents import Agent
-from rummy500_env.training.selfplay import SelfPlayGames, hidden_hands_size
+from rummy500_env.training.selfplay import SelfPlayGames
 
 MASKED = -1e9
 """The logit of an illegal action (finite, so entropies stay finite)."""
@@ -49,7 +50,7 @@ class LearnerSettings(Protocol):
 class TableCritic(nn.Module):
     """The ``full`` critic, for training only: an MLP (``net_arch``, ``activation``) on the
     feature part of the learner's observation (`obs_size` floats, what the networks read)
-    followed by the other seats' hands (`selfplay.hidden_hands`). A network of its own, apart
+    followed by the other seats' hands (`rl.hidden.hidden_hands`). A network of its own, apart
     from the actor's: what it learns of the hidden cards cannot shape the features the actor
     plays on."""
 
@@ -158,7 +159,7 @@ class Rollout:
 
     obs: torch.Tensor
     hidden: torch.Tensor
-    """What the other seats held at each decision (`selfplay.hidden_hands`) for a table
+    """What the other seats held at each decision (`rl.hidden.hidden_hands`) for a table
     critic; no columns for the ``obs`` critic."""
     masks: torch.Tensor
     actions: torch.Tensor

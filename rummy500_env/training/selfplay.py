@@ -23,10 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from rummy500_env.engine.cards import JOKER
 from rummy500_env.engine.errors import IllegalActionError, Rummy500Error
-from rummy500_env.engine.game import Game
 from rummy500_env.engine.rules import Rules
+from rummy500_env.rl.hidden import hidden_hands
 from rummy500_env.rl.opponents import Agent, choose, pool_weights
 from rummy500_env.rl.rummy500_v0 import Rummy500Env
 
@@ -48,30 +47,6 @@ def act_batch(agent: Agent, observations: FloatArray, action_masks: BoolArray) -
         [agent.act(o, m) for o, m in zip(observations, action_masks, strict=True)],
         dtype=np.int64,
     )
-
-
-def hidden_hands_size(rules: Rules) -> int:
-    """The length of `hidden_hands`: 52 card counts (and a joker count) per other seat."""
-    return (rules.players - 1) * (52 + (1 if rules.jokers else 0))
-
-
-def hidden_hands(game: Game, seat: int) -> FloatArray:
-    """What `seat` cannot see, FOR A TRAINING-ONLY CRITIC: the hand of every other seat, in
-    turn order after it (seat + 1, seat + 2, ...; the observation's rotation), each as card
-    counts / decks and, with jokers, jokers / jokers in the deck. The env's `state()` encodes
-    the others' hands the same way for seat 0; this is its form for any seat. The stock's order
-    is left out for the same reason as there: nobody can plan on it."""
-    r = game.rules
-    n, width = r.players, 52 + (1 if r.jokers else 0)
-    out = np.zeros(hidden_hands_size(r), np.float32)
-    for k in range(1, n):
-        row = (k - 1) * width
-        for c in game.hand((seat + k) % n):
-            if c == JOKER:
-                out[row + 52] += 1.0 / r.joker_count
-            else:
-                out[row + c] += 1.0 / r.deck_count
-    return out
 
 
 @dataclass

@@ -1,0 +1,265 @@
+"""``python -m training.search_nets``: the two networks that let the policy-guided search
+(`PolicySearchAgent`) see more than its policy does, trained on the policy's own play.
+
+- a **table value** (`TableValue`, file kind ``table``): a hand's outcome for a seat from its
+  observation *and* the other hands; in a world the search has dealt every hand is known, so
+  this is the policy's expected score from that world (the search's ``table`` leaf);
+- a **hand belief** (`HandBelief`, file kind ``belief``): the chance of each card being in each
+  other hand, from a seat's observation alone; the search deals its worlds by it
+  (``belief=``) instead of uniformly.
+
+One self-play set serves both: the policy plays every seat greedily (a share ``explore`` of
+its moves sampled from its softmax, so positions off its path are seen too), whole games hand
+after hand; at every decision each seat's observation and the others' hands are kept with the
+chance ``keep``, and each kept row gets its seat's hand outcome (`psearch.hand_value`). The last
+tenth of the hands is held out: the files' metadata record the held-out losses, and the table
+value's beside the policy's own value head's.
+
+    python -m training.search_nets --policy standard --games 10000 --out runs/search_nets
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import rummy500_env
+from rummy500_env.agents.networks import BELIEF, TABLE, HandBelief, TableValue
+from rummy500_env.agents.policy import PolicyAgent, current_encoding, save_policy, shipped_for
+from rummy500_env.agents.psearch import hand_value
+from rummy500_env.engine.game import Game
+from rummy500_env.engine.numbers import int_option
+from rummy500_env.engine.rules import Rules
+from rummy500_env.rl.actions import ActionCodec
+from rummy500_env.rl.hidden import hidden_hands
+from rummy500_env.rl.observation import ObservationEncoder
+from rummy500_env.training.common import git_commit
+
+HELD_OUT = 0.1
+"""The share of the hands (the last ones) whose rows are held out."""
+
+
+@dataclass
+class Samples:
+    """Self-play rows: a seat's observation features (float16: they are counts and
+    fractions), the other hands (`hidden_hands`), the seat's hand outcome, and which hand."""
+
+    obs: np.ndarray[Any, Any]
+    hidden: np.ndarray[Any, Any]
+    outcome: np.ndarray[Any, Any]
+    hand: np.ndarray[Any, Any]
+
+
+def self_play(
+    policy: PolicyAgent,
+    rules: Rules,
+    games: int,
+    seed: int,
+    at_once: int = 256,
+    explore: float = 0.1,
+    keep: float = 0.5,
+) -> Samples:
+    """`games` whole games of the policy against itself, `at_once` side by side (one batched
+    forward a step), as rows (module docstring)."""
+    rng = random.Random(seed)
+    encoder, codec = ObservationEncoder(rules), ActionCodec(rules)
+    features = encoder.features_size
+    rows: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], float, int]] = []
+    playing: list[tuple[Game, list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], int]]]] = []
+    started = hands = 0
+    while playing or started < games:
+        while len(playing) < at_once and started < games:
+            playing.append((Game.new(rules, seed=rng.getrandbits(63)), []))
+            started += 1
+        for game, kept in playing:
+            for seat in range(rules.players):
+                if rng.random() < keep:
+                    obs = encoder.encode(game, seat)[:features].astype(np.float16)
+                    kept.append((obs, hidden_hands(game, seat), seat))
+        obs = np.stack([encoder.encode(g, g.current_player) for g, _ in playing])
+        with torch.inference_mode():
+            logits = policy.network(torch.from_numpy(obs)).numpy().astype(np.float64)
+        still = []
+        for (game, kept), row in zip(playing, logits, strict=True):
+            ids = codec.legal_ids(game)
+            z = row[ids]
+            if len(ids) > 1 and rng.random() < explore:
+                p = np.exp(z - z.max())
+                pick = int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), side="right"))
+                choice = ids[min(pick, len(ids) - 1)]
+            else:
+                choice = ids[int(np.argmax(z))]
+            game.play_unchecked(codec.decode(game, choice))
+            if not game.is_hand_over:
+                still.append((game, kept))
+                continue
+            rows += [(o, h, hand_value(game, seat), hands) for o, h, seat in kept]
+            hands += 1
+            if game.phase == "hand_over":  # not the game's end: the next hand
+                game.next_hand()
+                still.append((game, []))
+        playing = still
+    return Samples(
+        obs=np.stack([r[0] for r in rows]),
+        hidden=np.stack([r[1] for r in rows]),
+        outcome=np.array([r[2] for r in rows], np.float32),
+        hand=np.array([r[3] for r in rows], np.int64),
+    )
+
+
+def fit(
+    net: torch.nn.Module,
+    loss: Callable[[torch.nn.Module, np.ndarray[Any, Any], Samples], torch.Tensor],
+    samples: Samples,
+    epochs: float,
+    lr: float,
+    batch: int,
+    seed: int,
+) -> tuple[float, float]:
+    """Train `net` on the first nine tenths of the hands (Adam, a one-cycle learning rate);
+    the mean held-out loss before and after."""
+    cut = samples.hand.max() * (1 - HELD_OUT)
+    train_rows = np.flatnonzero(samples.hand < cut)
+    held = np.flatnonzero(samples.hand >= cut)
+
+    def held_out() -> float:
+        net.eval()
+        with torch.inference_mode():
+            total = sum(
+                float(loss(net, held[i : i + 4096], samples)) * len(held[i : i + 4096])
+                for i in range(0, len(held), 4096)
+            )
+        net.train()
+        return total / max(1, len(held))
+
+    before = held_out()
+    steps = max(1, int(epochs * len(train_rows)) // batch)
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps)
+    order = np.random.default_rng(seed)
+    queue = np.empty(0, np.int64)
+    for _ in range(steps):
+        if len(queue) < batch:
+            queue = np.concatenate([queue, order.permutation(train_rows)])
+        rows, queue = np.sort(queue[:batch]), queue[batch:]
+        opt.zero_grad()
+        loss(net, rows, samples).backward()  # type: ignore[no-untyped-call]
+        opt.step()
+        schedule.step()
+    net.eval()
+    return before, held_out()
+
+
+def table_loss(net: torch.nn.Module, rows: np.ndarray[Any, Any], s: Samples) -> torch.Tensor:
+    """Squared error of the table value against the hand outcome."""
+    obs = torch.from_numpy(s.obs[rows].astype(np.float32))
+    values = net(obs, torch.from_numpy(s.hidden[rows]))
+    return F.mse_loss(values, torch.from_numpy(s.outcome[rows]))
+
+
+def belief_loss(net: torch.nn.Module, rows: np.ndarray[Any, Any], s: Samples) -> torch.Tensor:
+    """Binary cross-entropy of the belief against which cards each other hand holds, a
+    card at a time (a second copy of a card with two decks counts as held)."""
+    logits = net(torch.from_numpy(s.obs[rows].astype(np.float32)))
+    others = logits.shape[1]
+    held = s.hidden[rows].reshape(len(rows), others, -1)[:, :, :52] > 0
+    return F.binary_cross_entropy_with_logits(logits, torch.from_numpy(held.astype(np.float32)))
+
+
+def value_head_loss(policy: PolicyAgent, s: Samples) -> float:
+    """The policy's own value head's held-out squared error, for comparison (it reads the
+    observation only)."""
+    held = np.flatnonzero(s.hand >= s.hand.max() * (1 - HELD_OUT))
+    with torch.inference_mode():
+        errors = [
+            float(
+                F.mse_loss(
+                    policy.network.forward_with_value(
+                        torch.from_numpy(s.obs[held[i : i + 4096]].astype(np.float32))
+                    )[1],
+                    torch.from_numpy(s.outcome[held[i : i + 4096]]),
+                    reduction="sum",
+                )
+            )
+            for i in range(0, len(held), 4096)
+        ]
+    return sum(errors) / max(1, len(held))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m training.search_nets", description=__doc__.splitlines()[0]
+    )
+    ap.add_argument("--rules", default="standard", help="the table (as every --rules takes)")
+    ap.add_argument(
+        "--policy",
+        default=None,
+        help="a policy file or shipped name (default: the shipped "
+        "policy made for the rules); it needs the card network",
+    )
+    ap.add_argument("--games", type=int_option("games"), default=10_000, help="self-play games")
+    ap.add_argument("--explore", type=float, default=0.1, help="share of sampled moves")
+    ap.add_argument("--keep", type=float, default=0.5, help="chance a seat's row is kept")
+    ap.add_argument("--table-epochs", type=float, default=2.0)
+    ap.add_argument("--belief-epochs", type=float, default=1.0)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--batch", type=int_option("batch"), default=1024)
+    ap.add_argument("--threads", type=int_option("threads"), default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="runs/search_nets", help="folder for table.pt, belief.pt")
+    args = ap.parse_args(argv)
+    for name in ("explore", "keep"):
+        if not 0 <= getattr(args, name) <= 1:
+            ap.error(f"--{name} must be a share from 0 to 1, not {getattr(args, name)}")
+    rules = Rules.parse(args.rules)
+    policy = PolicyAgent.load(args.policy or shipped_for(rules), rules=rules)
+    if not hasattr(policy.network, "forward_with_value"):
+        ap.error(
+            f"{policy.path} is a flat 'mlp' policy: the search networks start from the "
+            "card network's trunk ('cards')"
+        )
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    start = time.perf_counter()
+    samples = self_play(policy, rules, args.games, args.seed, explore=args.explore, keep=args.keep)
+    played = time.perf_counter() - start
+    print(f"{len(samples.outcome):,} rows from {samples.hand.max() + 1:,} hands in {played:.0f} s")
+    spec = dict(policy.metadata["network"])
+    out = Path(args.out)
+    results = {}
+    for kind, cls, loss, epochs in (
+        (TABLE, TableValue, table_loss, args.table_epochs),
+        (BELIEF, HandBelief, belief_loss, args.belief_epochs),
+    ):
+        net = cls(rules, spec["channels"], spec["blocks"], spec["hidden"])
+        net.card.load_state_dict(policy.network.state_dict())  # the policy's trunk to start
+        before, after = fit(net, loss, samples, epochs, args.lr, args.batch, args.seed)
+        results[kind] = {"held_out_before": before, "held_out_after": after}
+        if kind == TABLE:
+            results[kind]["policy_value_head"] = value_head_loss(policy, samples)
+        save_policy(
+            out / f"{kind}.pt",
+            net,
+            {
+                "package_version": rummy500_env.__version__,
+                "commit": git_commit(),
+                "encoding": current_encoding(rules),
+                "rules": rules.to_dict(),
+                "network": {**spec, "kind": kind},
+                "training": {**vars(args), "policy": str(policy.path), "rows": len(samples.hand)},
+                "evaluation": results[kind],
+                "wall_s": time.perf_counter() - start,
+            },
+        )
+        print(f"{kind}: held-out loss {before:.4f} -> {after:.4f}; {out / f'{kind}.pt'}")
+    print(f"the policy's value head: {results[TABLE]['policy_value_head']:.4f} (squared error)")
+    return 0
