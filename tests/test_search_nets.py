@@ -197,7 +197,22 @@ def test_the_table_leaf_needs_a_table_value() -> None:
         PolicySearchAgent(RULES, simulations=8, leaf="table")
 
 
-def test_bad_shares_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        search_nets.main(["--explore", "1.5"])
-    assert "--explore must be a share from 0 to 1" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--explore", "1.5"], "--explore must be a share from 0 to 1, not 1.5"),
+        (["--keep", "0"], "--keep must be a chance > 0 and <= 1"),
+        (["--lr", "nan"], "--lr must be a learning rate > 0 and <= 1, not nan"),
+        (["--table-epochs", "-1"], "--table-epochs must be a number of passes > 0"),
+        (["--rules", "standard,players=9"], "players"),
+        (["--policy", "README.md"], "not a rummy500 policy file"),
+        (["--out", "README.md"], "--out 'README.md'"),
+    ],
+)
+def test_bad_arguments_say_what_is_allowed(
+    argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        search_nets.main(argv)
+    assert e.value.code == 2
+    assert words in capsys.readouterr().err

@@ -36,6 +36,7 @@ import rummy500_env
 from rummy500_env.agents.networks import BELIEF, TABLE, HandBelief, TableValue
 from rummy500_env.agents.policy import PolicyAgent, current_encoding, save_policy, shipped_for
 from rummy500_env.agents.psearch import hand_value
+from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import Rules
@@ -206,35 +207,52 @@ def main(argv: list[str] | None = None) -> int:
         help="a policy file or shipped name (default: the shipped "
         "policy made for the rules); it needs the card network",
     )
-    ap.add_argument("--games", type=int_option("games"), default=10_000, help="self-play games")
+    ap.add_argument(
+        "--games", type=int_option("games", 1, 10**6), default=10_000, help="self-play games"
+    )
     ap.add_argument("--explore", type=float, default=0.1, help="share of sampled moves")
     ap.add_argument("--keep", type=float, default=0.5, help="chance a seat's row is kept")
-    ap.add_argument("--table-epochs", type=float, default=2.0)
-    ap.add_argument("--belief-epochs", type=float, default=1.0)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--batch", type=int_option("batch"), default=1024)
-    ap.add_argument("--threads", type=int_option("threads"), default=2)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--table-epochs", type=float, default=2.0, help="passes over the rows")
+    ap.add_argument("--belief-epochs", type=float, default=1.0, help="passes over the rows")
+    ap.add_argument("--lr", type=float, default=1e-3, help="the one-cycle peak learning rate")
+    ap.add_argument("--batch", type=int_option("batch", 1, 65_536), default=1024)
+    ap.add_argument("--threads", type=int_option("threads", 1, 256), default=2)
+    ap.add_argument("--seed", type=int_option("seed", 0), default=0)
     ap.add_argument("--out", default="runs/search_nets", help="folder for table.pt, belief.pt")
     args = ap.parse_args(argv)
-    for name in ("explore", "keep"):
-        if not 0 <= getattr(args, name) <= 1:
-            ap.error(f"--{name} must be a share from 0 to 1, not {getattr(args, name)}")
-    rules = Rules.parse(args.rules)
-    policy = PolicyAgent.load(args.policy or shipped_for(rules), rules=rules)
+    limits = {
+        "explore": (0, 1, "a share from 0 to 1"),
+        "keep": (0, 1, "a chance > 0 and <= 1"),
+        "table_epochs": (0, 1000, "a number of passes > 0 and <= 1000"),
+        "belief_epochs": (0, 1000, "a number of passes > 0 and <= 1000"),
+        "lr": (0, 1, "a learning rate > 0 and <= 1"),
+    }
+    for name, (lo, hi, allowed) in limits.items():
+        value = getattr(args, name)
+        if not (lo <= value <= hi and (name == "explore" or value > lo)):
+            ap.error(f"--{name.replace('_', '-')} must be {allowed}, not {value}")
+    out = Path(args.out)
+    try:
+        rules = Rules.parse(args.rules)
+        policy = PolicyAgent.load(args.policy or shipped_for(rules), rules=rules)
+        out.mkdir(parents=True, exist_ok=True)
+    except (Rummy500Error, OSError) as e:
+        ap.error(str(e) if isinstance(e, Rummy500Error) else f"--out {args.out!r}: {e}")
     if not hasattr(policy.network, "forward_with_value"):
         ap.error(
-            f"{policy.path} is a flat 'mlp' policy: the search networks start from the "
-            "card network's trunk ('cards')"
+            f"{policy.path} is a flat 'mlp' policy: the search networks start from the card "
+            "network's trunk ('cards')"
         )
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     start = time.perf_counter()
     samples = self_play(policy, rules, args.games, args.seed, explore=args.explore, keep=args.keep)
     played = time.perf_counter() - start
-    print(f"{len(samples.outcome):,} rows from {samples.hand.max() + 1:,} hands in {played:.0f} s")
+    print(
+        f"{len(samples.outcome):,} rows from {samples.hand.max() + 1:,} hands in {played:.0f} s",
+        flush=True,
+    )
     spec = dict(policy.metadata["network"])
-    out = Path(args.out)
     results = {}
     for kind, cls, loss, epochs in (
         (TABLE, TableValue, table_loss, args.table_epochs),
@@ -260,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
                 "wall_s": time.perf_counter() - start,
             },
         )
-        print(f"{kind}: held-out loss {before:.4f} -> {after:.4f}; {out / f'{kind}.pt'}")
+        print(
+            f"{kind}: held-out loss {before:.4f} -> {after:.4f}; {out / f'{kind}.pt'}", flush=True
+        )
     print(f"the policy's value head: {results[TABLE]['policy_value_head']:.4f} (squared error)")
     return 0
