@@ -104,10 +104,11 @@ checkout whose compiled build was stale), about 3.7 times fewer playouts than a 
 install. Again on the compiled build, alone on the 2-core machine (``--seed 0``): 50 ms +1.4
 (−5.5 to +8.3), 200 hands; 200 ms −1.9 (−10.7 to +6.8), 200 hands; 1,000 ms +1.8 (−19.2 to
 +22.8), 60 hands. So the search beats the rollout search clearly but not the policy it
-searches with, at any of these budgets. A likely reason, not yet measured: the greedy
-playout judges the network's candidates by how a greedy player would fare, so where the
-network is right and the playout wrong the search follows the playout. A value that knows
-the network's play (a critic trained for the search, expert iteration) is the next step.
+searches with, at any of these budgets. A value that knows the network's play (the
+``table`` leaf) does not change that on uniform worlds; told the other hand's true cards, the
+same search wins +12.4 a hand against the model at 50 ms (docs/training.md, "Where the search
+loses": the uniform deal of the worlds is where it loses; a hand belief, ``belief=``, wins
+back part of it).
 
 SPARTA's rule does not rescue the ``value`` leaf: at 200 CPU ms a decision, m = 4, δ = 0
 (``python benchmarks/psearch_leaf.py --ms 200 --leaf value --candidates 4 --deviate 0 --deals
