@@ -419,12 +419,7 @@ class PolicySearchAgent(Bot):
             for k, (g, seat) in enumerate(zip(games, seats, strict=True)):
                 out[k] = play_out(g, random.Random(seeds[k]), self.values, seat) / 100
         elif self.leaf == "table":
-            pending = []
-            for k, (g, seat) in enumerate(zip(games, seats, strict=True)):
-                if g.is_hand_over:
-                    out[k] = hand_value(g, seat)
-                else:
-                    pending.append(k)
+            pending = _score_finished(games, seats, out)
             if pending:
                 out[pending] = self._table_values(
                     [games[k] for k in pending], [seats[k] for k in pending]
@@ -437,12 +432,7 @@ class PolicySearchAgent(Bot):
                 self._advance(
                     games, seats, lambda g, seat: g.is_hand_over or g.current_player == seat
                 )
-            pending = []
-            for k, (g, seat) in enumerate(zip(games, seats, strict=True)):
-                if g.is_hand_over:
-                    out[k] = hand_value(g, seat)
-                else:
-                    pending.append(k)
+            pending = _score_finished(games, seats, out)
             if pending:  # the value of the seat to act: the opponent's is the negation of ours
                 who = [games[k].current_player for k in pending]
                 obs = np.stack(
@@ -696,6 +686,18 @@ class _Halving:
             return float(g[i] + logits[i] + scale * q)
 
         return sorted(alive, key=lambda i: (-score(i), i))[:keep]
+
+
+def _score_finished(games: list[Game], seats: list[int], out: np.ndarray[Any, Any]) -> list[int]:
+    """Writes the exact value of every game whose hand is over into `out`; the indices of
+    the others, still to be valued."""
+    pending = []
+    for k, (g, seat) in enumerate(zip(games, seats, strict=True)):
+        if g.is_hand_over:
+            out[k] = hand_value(g, seat)
+        else:
+            pending.append(k)
+    return pending
 
 
 def hand_value(g: Game, seat: int) -> float:
