@@ -106,9 +106,9 @@ install. Again on the compiled build, alone on the 2-core machine (``--seed 0``)
 +22.8), 60 hands. So the search beats the rollout search clearly but not the policy it
 searches with, at any of these budgets. A value that knows the network's play (the
 ``table`` leaf) does not change that on uniform worlds; told the other hand's true cards, the
-same search wins +12.4 a hand against the model at 50 ms (docs/training.md, "Where the search
-loses": the uniform deal of the worlds is where it loses; a hand belief, ``belief=``, wins
-back part of it).
+same search wins +12.4 and +6.0 a hand against the model at 50 ms in two measurements
+(docs/training.md, "Where the search loses": the uniform deal of the worlds is where it
+loses; a hand belief, ``belief=``, wins back part of it).
 
 SPARTA's rule does not rescue the ``value`` leaf: at 200 CPU ms a decision, m = 4, δ = 0
 (``python benchmarks/psearch_leaf.py --ms 200 --leaf value --candidates 4 --deviate 0 --deals
