@@ -117,6 +117,11 @@ def self_play(
     )
 
 
+def held_out_rows(samples: Samples) -> np.ndarray[Any, Any]:
+    """The rows of the last tenth of the hands (`HELD_OUT`), kept out of training."""
+    return np.flatnonzero(samples.hand >= samples.hand.max() * (1 - HELD_OUT))
+
+
 def fit(
     net: torch.nn.Module,
     loss: Callable[[torch.nn.Module, np.ndarray[Any, Any], Samples], torch.Tensor],
@@ -128,9 +133,8 @@ def fit(
 ) -> tuple[float, float]:
     """Train `net` on the first nine tenths of the hands (Adam, a one-cycle learning rate);
     the mean held-out loss before and after."""
-    cut = samples.hand.max() * (1 - HELD_OUT)
-    train_rows = np.flatnonzero(samples.hand < cut)
-    held = np.flatnonzero(samples.hand >= cut)
+    held = held_out_rows(samples)
+    train_rows = np.setdiff1d(np.arange(len(samples.hand)), held)
 
     def held_out() -> float:
         net.eval()
@@ -179,7 +183,7 @@ def belief_loss(net: torch.nn.Module, rows: np.ndarray[Any, Any], s: Samples) ->
 def value_head_loss(policy: PolicyAgent, s: Samples) -> float:
     """The policy's own value head's held-out squared error, for comparison (it reads the
     observation only)."""
-    held = np.flatnonzero(s.hand >= s.hand.max() * (1 - HELD_OUT))
+    held = held_out_rows(s)
     with torch.inference_mode():
         errors = [
             float(
