@@ -1,17 +1,20 @@
 """How much the policy-guided search loses to the way it deals its worlds: the same search
-(`PolicySearchAgent`, the ``table`` leaf) against ``model`` over duplicate hands, its worlds
-dealt three ways:
+(`PolicySearchAgent`, the ``table`` leaf, or ``--leaf rollout``: the policy playing the hand
+out) against ``model`` over duplicate hands, its worlds dealt four ways:
 
 ``uniform``  the other hand's unknown cards uniformly from the unseen ones (the default deal);
 ``belief``   by a hand belief's odds (``--belief``, `HandBelief`);
+``odds``     by whole-hand odds (``--odds``, `HandOdds`): the belief's deal, resampled;
 ``true``     the other hand's true cards (a diagnostic, not a player: the search is told the
              hidden hand, so its worlds differ only in the stock's order). The observation
              the search encodes is the seat's own either way.
 
-    python -m training.search_nets --out runs/search_nets        # the table value and belief
+    python -m training.search_nets --out runs/search_nets     # table value, belief, odds
     python benchmarks/psearch_worlds.py --deal uniform --ms 50 --deals 100
     python benchmarks/psearch_worlds.py --deal belief --ms 50 --deals 100
+    python benchmarks/psearch_worlds.py --deal odds --ms 50 --deals 100
     python benchmarks/psearch_worlds.py --deal true --ms 50 --deals 100
+    python benchmarks/psearch_worlds.py --deal true --leaf rollout --ms 50 --deals 100
 
 Each deal is played twice with the seats swapped; a deal's margin is the mean of its two
 hands' (search − model) hand-score differences, the 95% interval over deals. The budget is
@@ -60,9 +63,17 @@ class TrueHands(PolicySearchAgent):
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--deal", choices=("uniform", "belief", "true"), default="uniform")
+    ap.add_argument("--deal", choices=("uniform", "belief", "odds", "true"), default="uniform")
     ap.add_argument("--table", default="runs/search_nets/table.pt", help="table value file")
     ap.add_argument("--belief", default="runs/search_nets/belief.pt", help="hand belief file")
+    ap.add_argument("--odds", default="runs/search_nets/odds.pt", help="whole-hand odds file")
+    ap.add_argument(
+        "--leaf",
+        choices=("table", "rollout"),
+        default="table",
+        help="how a candidate is valued in a world: the table value, or the policy playing "
+        "every seat to the end of the hand",
+    )
     ap.add_argument("--ms", type=float, default=50.0, help="CPU milliseconds a decision")
     ap.add_argument("--no-gumbel", action="store_true", help="top-k candidates, no noise")
     ap.add_argument("--deals", type=int_option("deals"), default=100)
@@ -74,9 +85,9 @@ def main(argv: list[str] | None = None) -> None:
     search = kind(
         rules,
         ms=args.ms,
-        leaf="table",
-        table=args.table,
-        belief=args.belief if args.deal == "belief" else None,
+        leaf=args.leaf,
+        table=args.table if args.leaf == "table" else None,
+        belief={"belief": args.belief, "odds": args.odds}.get(args.deal),
         gumbel=not args.no_gumbel,
         seed=args.seed,
         clock=time.process_time,
@@ -107,7 +118,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{len(margins)} deals: {mean_ci(margins)[0]:+.1f} a hand", flush=True)
     mean, lo, hi = mean_ci(margins)
     print(
-        f"deal={args.deal} {'top-k' if args.no_gumbel else 'gumbel'} {args.ms:g}ms vs model: "
+        f"deal={args.deal} leaf={args.leaf} {'top-k' if args.no_gumbel else 'gumbel'} "
+        f"{args.ms:g}ms vs model: "
         f"{mean:+.1f} a hand (95% CI {lo:+.1f} to {hi:+.1f}), {2 * len(margins)} hands, "
         f"{time.perf_counter() - start:.0f} s"
     )

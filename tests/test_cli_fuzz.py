@@ -502,6 +502,8 @@ SEARCH_NETS = flags(
         "--keep": values("0.5", "0", "2"),
         "--table-epochs": values("1", "0", "1e308"),
         "--belief-epochs": values("1", "-1", "nan"),
+        "--odds-epochs": values("2", "0", "inf"),
+        "--nets": values("table,belief,odds", "odds", "belief,belief", "", "table,foo"),
         "--lr": values("0.001", "0", "-1", "inf"),
         "--batch": values("64", "0", "99999999999"),
         "--threads": values("1", "0", "100000"),

@@ -1,12 +1,13 @@
-"""The search's own networks (`training.search_nets`: a table value and a hand belief) and the
-weighted deal they feed (`SeatView.sample_position`'s weights): cards are conserved, the
-files load only as what they are, and the search plays with them."""
+"""The search's own networks (`training.search_nets`: a table value, a hand belief and
+whole-hand odds) and the weighted deal they feed (`SeatView.sample_position`'s weights):
+cards are conserved, the files load only as what they are, and the search plays with them."""
 
 from __future__ import annotations
 
 import random
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import torch
 
 from rummy500_env import Game, Rules
 from rummy500_env.agents import ExpertAgent, PolicySearchAgent
-from rummy500_env.agents.networks import HandBelief, TableValue
+from rummy500_env.agents.networks import HandBelief, HandOdds, TableValue, belief_odds
 from rummy500_env.agents.policy import PolicyAgent, PolicyLoadError, load_network
 from rummy500_env.agents.psearch import PolicySearchError
 from rummy500_env.engine.errors import InvalidPositionError
@@ -140,6 +141,7 @@ def nets(tmp_path_factory: pytest.TempPathFactory) -> Path:
     code = search_nets.main(
         [
             *("--games", "2", "--table-epochs", "0.3", "--belief-epochs", "0.3"),
+            *("--odds-epochs", "0.3"),
             *("--batch", "64", "--threads", "1", "--out", str(out)),
         ]
     )
@@ -156,6 +158,11 @@ def test_the_command_writes_both_files_with_their_losses(nets: Path) -> None:
     belief, meta = load_network(nets / "belief.pt", RULES, ("belief",))
     assert isinstance(belief, HandBelief)
     assert meta["training"]["games"] == 2
+    odds, meta = load_network(nets / "odds.pt", RULES, ("odds",))
+    assert isinstance(odds, HandOdds)
+    assert meta["evaluation"]["held_out_before"] == pytest.approx(np.log(2), abs=1e-4)
+    for name, weights in belief.state_dict().items():  # the deal it weighs is the belief's
+        assert torch.equal(odds.belief.state_dict()[name], weights)
 
 
 def test_each_file_loads_only_as_what_it_is(nets: Path) -> None:
@@ -167,16 +174,19 @@ def test_each_file_loads_only_as_what_it_is(nets: Path) -> None:
         PolicySearchAgent(RULES, simulations=8, leaf="table", table=nets / "belief.pt")
     with pytest.raises(PolicyLoadError, match="other rules"):
         load_network(nets / "table.pt", Rules.parse("standard,players=3"), ("table",))
+    with pytest.raises(PolicyLoadError, match=r"holds whole-hand odds .*, not a policy"):
+        PolicyAgent.load(nets / "odds.pt")
 
 
-def test_the_search_plays_with_them_legally_and_replays(nets: Path) -> None:
+@pytest.mark.parametrize("deal", ["belief", "odds"])
+def test_the_search_plays_with_them_legally_and_replays(nets: Path, deal: str) -> None:
     def agent() -> PolicySearchAgent:
         return PolicySearchAgent(
             RULES,
             simulations=24,
             leaf="table",
             table=nets / "table.pt",
-            belief=nets / "belief.pt",
+            belief=nets / f"{deal}.pt",
             seed=3,
         )
 
@@ -192,6 +202,96 @@ def test_the_search_plays_with_them_legally_and_replays(nets: Path) -> None:
             assert world.seat_view(view.seat) == view
 
 
+def view_and_unseen(seed: int, rules: Rules = RULES) -> tuple[Game, int, np.ndarray]:
+    g = midhand(seed, rules)
+    seat = g.current_player
+    unseen = np.zeros((1, 52 + (1 if rules.jokers else 0)), np.uint8)
+    np.add.at(unseen[0], g.seat_view(seat).unseen(), 1)
+    return g, seat, unseen
+
+
+def test_the_training_deal_is_the_searchs_deal() -> None:
+    """The hands the odds learn to tell from true ones are dealt as the search deals its
+    worlds: the same odds give each card the same chance either way."""
+    g, seat, unseen = view_and_unseen(3)
+    view = g.seat_view(seat)
+    need = np.array([[view.hand_sizes[1 - seat] - len(view.known[1 - seat])]])
+    odds = np.exp(np.random.default_rng(0).normal(0, 1.5, (1, 1, 52)))
+    gen, rng, n = np.random.default_rng(1), random.Random(2), 1500
+    ours = np.zeros(52)
+    for _ in range(n):
+        ours += search_nets.deal_by_odds(odds, unseen, need, gen)[0, 0] / n
+    row = [*odds[0, 0].tolist(), 1.0]
+    theirs = np.zeros(52)
+    for _ in range(n):
+        dealt = Counter(Game.from_seat_view(view, rng, weights=[row]).hand(1 - seat))
+        for c in view.known[1 - seat]:
+            dealt[c] -= 1
+        theirs[list(dealt.elements())] += 1 / n
+    assert np.abs(ours - theirs).max() < 0.06
+    assert np.abs(ours - need.sum() / unseen.sum() * (unseen[0] > 0)).max() > 0.15  # not flat
+
+
+def test_the_training_deal_keeps_sizes_with_two_decks_and_jokers() -> None:
+    rules = Rules.parse("standard,players=3,decks=2,jokers=2")
+    g, seat, unseen = view_and_unseen(4, rules)
+    view = g.seat_view(seat)
+    need = np.array([[view.hand_sizes[q] - len(view.known[q]) for q in view.opponents]])
+    odds = np.ones((1, 2, 53))
+    odds[0, 0, 52] = 1e9  # every unseen joker to the first other seat
+    for s in range(10):
+        dealt = search_nets.deal_by_odds(odds, unseen, need, np.random.default_rng(s))[0]
+        assert (dealt.sum(-1) == need[0]).all()
+        assert (dealt.sum(0) <= unseen[0]).all()
+        assert dealt[0, 52] == min(unseen[0, 52], need[0, 0])
+
+
+def test_whole_hand_odds_start_as_their_belief() -> None:
+    """The joint term starts at zero: the belief's deal unchanged."""
+    odds = HandOdds(RULES, 8, 1, 16)
+    g = midhand(0)
+    obs = torch.from_numpy(ObservationEncoder(RULES).encode(g, 0)[None])
+    hidden = torch.from_numpy(np.stack([hidden_hands(midhand(s), 0) for s in range(3)]))
+    with torch.inference_mode():
+        summary, logits = odds.context(obs)
+        assert torch.equal(logits, odds.belief(obs))
+        assert torch.equal(odds.score(summary, logits, hidden), torch.zeros(3))
+        last = odds.joint[-1]
+        assert isinstance(last, torch.nn.Linear)
+        last.bias.fill_(1.0)
+        assert torch.equal(odds(obs.expand(3, -1), hidden), torch.ones(3))
+    assert belief_odds(torch.zeros(1, 52)).shape == (1, 53)
+
+
+def favouring(card: int, weight: float) -> Callable[..., torch.Tensor]:
+    """A joint term `weight` for hands that hold `card`, else 0."""
+
+    def score(summary: torch.Tensor, logits: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        return weight * hidden[:, card]
+
+    return score
+
+
+def test_the_searchs_worlds_follow_the_joint_term() -> None:
+    """With a joint term that favours hands holding one card, the search's worlds hold it
+    far more often than the belief alone deals it."""
+    g = midhand(6)
+    seat = g.current_player
+    view, legal = g.seat_view(seat), g.legal_actions()
+    card = next(c for c in view.unseen() if c < 52)
+    rate = {}
+    for weight in (0.0, 30.0):
+        odds = HandOdds(RULES, 8, 1, 16)
+        odds.score = favouring(card, weight)  # type: ignore[method-assign]
+        search = PolicySearchAgent(RULES, simulations=64, belief=odds, seed=0)
+        held: list[bool] = []
+        for _ in range(3):
+            search.analyse(view, legal)
+            held += [card in w.hand(1 - seat) for w in search.last_worlds]
+        rate[weight] = sum(held) / len(held)
+    assert rate[30.0] > rate[0.0] + 0.3
+
+
 def test_the_table_leaf_needs_a_table_value() -> None:
     with pytest.raises(PolicySearchError, match=r"training\.search_nets"):
         PolicySearchAgent(RULES, simulations=8, leaf="table")
@@ -204,6 +304,8 @@ def test_the_table_leaf_needs_a_table_value() -> None:
         (["--keep", "0"], "--keep must be a chance > 0 and <= 1"),
         (["--lr", "nan"], "--lr must be a learning rate > 0 and <= 1, not nan"),
         (["--table-epochs", "-1"], "--table-epochs must be a number of passes > 0"),
+        (["--nets", "table,odds"], "odds starts from the hand belief trained beside it"),
+        (["--nets", "belief,foo"], "--nets must name some of table, belief, odds"),
         (["--rules", "standard,players=9"], "players"),
         (["--policy", "README.md"], "not a rummy500 policy file"),
         (["--out", "README.md"], "--out 'README.md'"),

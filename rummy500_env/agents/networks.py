@@ -40,12 +40,15 @@ TABLE = "table"
 """The network kind of a table value (`TableValue`): a search's value, not a policy."""
 BELIEF = "belief"
 """The network kind of a hand belief (`HandBelief`): how a search deals its worlds."""
-ALL_KINDS = (*KINDS, TABLE, BELIEF)
+ODDS = "odds"
+"""The network kind of whole-hand odds (`HandOdds`): a belief that also weighs whole hands."""
+ALL_KINDS = (*KINDS, TABLE, BELIEF, ODDS)
 ROLES = {
     "mlp": "a policy",
     "cards": "a policy",
     TABLE: "a table value (the search's value of a world it dealt: psearch's table=)",
     BELIEF: "a hand belief (how the search deals its worlds: psearch's belief=)",
+    ODDS: "whole-hand odds (a hand belief that weighs whole hands: psearch's belief=)",
 }
 """What a file of each network kind is, for a refusal that names it."""
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
@@ -297,9 +300,9 @@ def build_network(rules: Rules, spec: dict[str, Any]) -> nn.Module:
 
     ``{"kind": "mlp", "net_arch": [256, 256], "activation": "tanh"}`` (``kind`` may be left
     out: files before the card network have none) or
-    ``{"kind": "cards", "channels": 48, "blocks": 2, "hidden": 256}`` (``"table"`` and
-    ``"belief"`` with the same sizes: `TableValue`, `HandBelief`); `check_spec` says what is
-    allowed.
+    ``{"kind": "cards", "channels": 48, "blocks": 2, "hidden": 256}`` (``"table"``,
+    ``"belief"`` and ``"odds"`` with the same sizes: `TableValue`, `HandBelief`, `HandOdds`);
+    `check_spec` says what is allowed.
     """
     check_spec(spec)
     kind = spec.get("kind", "mlp")
@@ -313,6 +316,8 @@ def build_network(rules: Rules, spec: dict[str, Any]) -> nn.Module:
         return TableValue(rules, *sizes)
     if kind == BELIEF:
         return HandBelief(rules, *sizes)
+    if kind == ODDS:
+        return HandOdds(rules, *sizes)
     raise ValueError(f"network kind {kind!r} is unknown: use one of {ALL_KINDS}")
 
 
@@ -372,3 +377,70 @@ class HandBelief(nn.Module):
         cards, _ = self.card._trunk(obs)
         logits: torch.Tensor = self.head(cards).transpose(1, 2)
         return logits
+
+
+def belief_odds(logits: torch.Tensor) -> torch.Tensor:
+    """The weights a search deals its worlds by (`SeatView.sample_position`'s), from a
+    belief's logits (…, 52): the odds p / (1 - p) of each card, p kept within [0.001, 0.999]
+    so that no unseen card is ruled out, and a joker's (last) the mean of the row's."""
+    p = torch.sigmoid(logits.double()).clamp(1e-3, 1 - 1e-3)
+    odds = p / (1 - p)
+    return torch.cat([odds, odds.mean(-1, keepdim=True)], dim=-1)
+
+
+class HandOdds(nn.Module):
+    """A hand belief that weighs whole hands: `HandBelief`'s card-by-card odds, and a joint
+    term over each whole dealt hand, the log of how much likelier the hands are under the
+    real play than under the belief's own deal (a classifier of true hands against hands the
+    belief dealt, trained on a policy's play: the logit of such a classifier is that log
+    ratio). A card-by-card belief cannot say that a player keeps pairs and neighbours
+    together; the joint term can. A search deals its worlds by the belief, a few for every
+    world it keeps, and keeps them in proportion to exp(joint term): sampling importance
+    resampling, so its worlds follow the whole-hand odds. The joint term starts at zero (the
+    belief's deal unchanged)."""
+
+    def __init__(self, rules: Rules, channels: int, blocks: int, hidden: int) -> None:
+        super().__init__()
+        self.belief = HandBelief(rules, channels, blocks, hidden)
+        self.others = rules.players - 1
+        self.width = 52 + (1 if rules.jokers else 0)
+        span = self.others * self.width
+        self.joint = nn.Sequential(
+            nn.Linear(hidden + 2 * span, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, 1),
+        )
+        last = self.joint[-1]
+        assert isinstance(last, nn.Linear)
+        nn.init.zeros_(last.weight)
+        nn.init.zeros_(last.bias)
+
+    def context(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the joint term reads of a seat's observations, computed once a decision: the
+        belief trunk's summary (B, hidden) and its logits (B, other seats, width; a joker:
+        the row's mean)."""
+        cards, summary = self.belief.card._trunk(obs)
+        logits: torch.Tensor = self.belief.head(cards).transpose(1, 2)
+        if self.width > 52:
+            logits = torch.cat([logits, logits.mean(-1, keepdim=True)], dim=-1)
+        return summary, logits
+
+    def score(
+        self, summary: torch.Tensor, logits: torch.Tensor, hidden: torch.Tensor
+    ) -> torch.Tensor:
+        """The joint term of dealt `hidden` hands (`hidden_hands` rows, B × others × width)
+        in the context of `context`: one row each, or one row for all."""
+        b = hidden.shape[0]
+        held = hidden.reshape(b, -1)
+        x = torch.cat(
+            [summary.expand(b, -1), held, held * logits.reshape(-1, held.shape[1]).expand(b, -1)],
+            dim=-1,
+        )
+        out: torch.Tensor = self.joint(x).squeeze(-1)
+        return out
+
+    def forward(self, obs: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        """The joint term of each observation's dealt hands."""
+        return self.score(*self.context(obs), hidden)

@@ -50,7 +50,10 @@ others' mean, as the policy's value head was trained):
 
 Worlds are dealt uniformly over the unseen cards, or, with a hand belief (``belief=``, a
 `networks.HandBelief` from the same command), each other hand's unknown cards by the belief's
-odds of each card being there (`SeatView.sample_position`'s weights).
+odds of each card being there (`SeatView.sample_position`'s weights). Whole-hand odds
+(``belief=`` an `networks.HandOdds` file) deal `ODDS_POOL` worlds that way for every world
+kept and keep them in proportion to exp(the odds' joint term) (sampling importance
+resampling): the worlds then follow the odds of whole hands, not of each card alone.
 
 With the leaves that ask the network, every network call of a round is one batched forward
 over all its worlds and candidates (torch inference mode, on one thread: a search is one
@@ -155,6 +158,8 @@ POLICY_STEPS_CAP = 400
 SIMULATIONS_CAP = 1_000_000
 """Simulations a timed decision runs at most: a clock that stands still cannot make a search
 endless."""
+ODDS_POOL = 4
+"""Worlds dealt by the belief for each world kept, with whole-hand odds."""
 WORLDS_A_BATCH = 8
 """Worlds evaluated in one batch under a time budget (the clock is read between batches)."""
 SAFETY = 0.9
@@ -218,8 +223,8 @@ class PolicySearchAgent(Bot):
             SPARTA's rule (module docstring): the policy's move unless a candidate is surely
             better by more than δ. It implies the top m by prior (no Gumbel noise).
         table: a table value (`TableValue` or its file) for the ``table`` leaf.
-        belief: a hand belief (`HandBelief` or its file) to deal the worlds by; None:
-            uniformly.
+        belief: a hand belief (`HandBelief`, `HandOdds` or its file) to deal the worlds
+            by; None: uniformly.
     """
 
     def __init__(
@@ -281,9 +286,9 @@ class PolicySearchAgent(Bot):
             raise PolicySearchError(
                 "leaf 'table' needs a table value: table=PATH (python -m training.search_nets)"
             )
-        self.belief: Any = (
-            None if belief is None else _load_search_net(belief, self.rules, "belief")
-        )
+        deal = None if belief is None else _load_search_net(belief, self.rules, "belief", "odds")
+        self.odds: Any = deal if hasattr(deal, "score") else None  # a HandOdds
+        self.belief: Any = deal if self.odds is None else self.odds.belief
         self.rng = random.Random(seed)
         self.clock = clock
         self.last_simulations = 0
@@ -392,12 +397,37 @@ class PolicySearchAgent(Bot):
         the root observation (a joker: the row's mean); None without a belief (uniformly)."""
         import torch
 
+        from rummy500_env.agents.networks import belief_odds
+
         if self.belief is None:
             return None
         with torch.inference_mode():
-            p = torch.sigmoid(self.belief(torch.from_numpy(root[None])))[0].double()
-        odds = (p.clamp(1e-3, 1 - 1e-3) / (1 - p.clamp(1e-3, 1 - 1e-3))).numpy()
-        return [[*row.tolist(), float(row.mean())] for row in odds]
+            odds = belief_odds(self.belief(torch.from_numpy(root[None])))[0]
+        return [row.tolist() for row in odds]
+
+    def _odds_context(self, root: np.ndarray[Any, Any]) -> tuple[Any, Any]:
+        """What the whole-hand odds read of the root observation (`HandOdds.context`)."""
+        import torch
+
+        with torch.inference_mode():
+            context: tuple[Any, Any] = self.odds.context(torch.from_numpy(root[None]))
+        return context
+
+    def _resample(
+        self, view: SeatView, weights: Any, context: tuple[Any, Any], n: int
+    ) -> list[Game]:
+        """n worlds by the whole-hand odds: `ODDS_POOL` n dealt by the belief, n of them
+        drawn (with replacement) in proportion to exp(joint term). A world drawn twice is
+        searched twice (worlds are only read: `_children` plays in copies)."""
+        import torch
+
+        pool = [self._world(view, weights) for _ in range(ODDS_POOL * n)]
+        hidden = np.stack([hidden_hands(w, view.seat) for w in pool])
+        with torch.inference_mode():
+            terms = self.odds.score(*context, torch.from_numpy(hidden)).double().numpy()
+        odds = np.exp(terms - terms.max())
+        picks = self.rng.choices(range(len(pool)), weights=odds.tolist(), k=n)
+        return [pool[i] for i in picks]
 
     # --- valuing a candidate -----------------------------------------------------------------
 
@@ -556,6 +586,7 @@ class _Halving:
         first = agent._world(view)
         root = agent.encoder.encode(first, view.seat)  # the same in every world
         self.weights = agent._weights(view, root)
+        self.context = None if agent.odds is None else agent._odds_context(root)
         self.spare = [first] if self.weights is None else []  # dealt, not yet searched
         self.ids = [agent.codec.encode(view, a) for a in legal]
         raw, root_value = agent._forward(root[None])
@@ -591,11 +622,15 @@ class _Halving:
         return max(1, left // ((self.rounds - self.round) * len(self.alive)))
 
     def deal(self, agent: PolicySearchAgent, n: int) -> list[Game]:
-        """n fresh worlds (the one the root was encoded from first)."""
-        worlds = [
-            self.spare.pop() if self.spare else agent._world(self.view, self.weights)
-            for _ in range(n)
-        ]
+        """n fresh worlds (the one the root was encoded from first; with whole-hand odds, n
+        kept of `ODDS_POOL` n dealt)."""
+        if self.context is not None:
+            worlds = agent._resample(self.view, self.weights, self.context, n)
+        else:
+            worlds = [
+                self.spare.pop() if self.spare else agent._world(self.view, self.weights)
+                for _ in range(n)
+            ]
         agent.last_worlds += [w.copy() for w in worlds]
         return worlds
 
@@ -720,13 +755,13 @@ def _load_policy(policy: Any, rules: Rules) -> Any:
     return PolicyAgent.load(policy, rules=rules, deterministic=True)
 
 
-def _load_search_net(net: Any, rules: Rules, kind: str) -> Any:
-    """A search network of `kind` (``table`` or ``belief``) for `rules`: the module itself,
-    or loaded (and checked) from its file."""
+def _load_search_net(net: Any, rules: Rules, *kinds: str) -> Any:
+    """A search network of one of `kinds` (``table``, ``belief``, ``odds``) for `rules`: the
+    module itself, or loaded (and checked) from its file."""
     from rummy500_env.agents.policy import load_network
 
     if isinstance(net, (str, Path)):
-        net, _ = load_network(Path(net), rules, (kind,))
+        net, _ = load_network(Path(net), rules, kinds)
     return net.eval()
 
 

@@ -1,4 +1,4 @@
-"""``python -m training.search_nets``: the two networks that let the policy-guided search
+"""``python -m training.search_nets``: the networks that let the policy-guided search
 (`PolicySearchAgent`) see more than its policy does, trained on the policy's own play.
 
 - a **table value** (`TableValue`, file kind ``table``): a hand's outcome for a seat from its
@@ -6,9 +6,13 @@
   this is the policy's expected score from that world (the search's ``table`` leaf);
 - a **hand belief** (`HandBelief`, file kind ``belief``): the chance of each card being in each
   other hand, from a seat's observation alone; the search deals its worlds by it
-  (``belief=``) instead of uniformly.
+  (``belief=``) instead of uniformly;
+- **whole-hand odds** (`HandOdds`, file kind ``odds``): that belief (kept as it was trained)
+  and a joint term over whole hands, trained to tell the true hands of a position from hands
+  the belief deals in it; given as ``belief=``, the search keeps the worlds it deals in
+  proportion to the odds (sampling importance resampling).
 
-One self-play set serves both: the policy plays every seat greedily (a share ``explore`` of
+One self-play set serves all three: the policy plays every seat greedily (a share ``explore`` of
 its moves sampled from its softmax, so positions off its path are seen too), whole games hand
 after hand; at every decision each seat's observation and the others' hands are kept with the
 chance ``keep``, and each kept row gets its seat's hand outcome (`psearch.hand_value`). The last
@@ -16,6 +20,7 @@ tenth of the hands is held out: the files' metadata record the held-out losses, 
 value's beside the policy's own value head's.
 
     python -m training.search_nets --policy standard --games 10000 --out runs/search_nets
+    python -m training.search_nets --nets belief,odds --games 2000 --out runs/odds
 """
 
 from __future__ import annotations
@@ -33,7 +38,15 @@ import torch
 import torch.nn.functional as F
 
 import rummy500_env
-from rummy500_env.agents.networks import BELIEF, TABLE, HandBelief, TableValue
+from rummy500_env.agents.networks import (
+    BELIEF,
+    ODDS,
+    TABLE,
+    HandBelief,
+    HandOdds,
+    TableValue,
+    belief_odds,
+)
 from rummy500_env.agents.policy import PolicyAgent, current_encoding, save_policy, shipped_for
 from rummy500_env.agents.psearch import hand_value
 from rummy500_env.engine.errors import Rummy500Error
@@ -45,6 +58,8 @@ from rummy500_env.rl.hidden import hidden_hands
 from rummy500_env.rl.observation import ObservationEncoder
 from rummy500_env.training.common import git_commit
 
+NETS = (TABLE, BELIEF, ODDS)
+"""The networks the command trains, in the order it trains them."""
 HELD_OUT = 0.1
 """The share of the hands (the last ones) whose rows are held out."""
 
@@ -52,12 +67,17 @@ HELD_OUT = 0.1
 @dataclass
 class Samples:
     """Self-play rows: a seat's observation features (float16: they are counts and
-    fractions), the other hands (`hidden_hands`), the seat's hand outcome, and which hand."""
+    fractions), the other hands (`hidden_hands`), the seat's hand outcome, and which hand;
+    for the whole-hand odds, the seat's unseen cards (counts by card id, `JOKER` last) and,
+    per other seat, the cards of its hand dealt from them (its hand less what the seat knows
+    it holds)."""
 
     obs: np.ndarray[Any, Any]
     hidden: np.ndarray[Any, Any]
     outcome: np.ndarray[Any, Any]
     hand: np.ndarray[Any, Any]
+    unseen: np.ndarray[Any, Any]
+    dealt: np.ndarray[Any, Any]
 
 
 def self_play(
@@ -74,8 +94,11 @@ def self_play(
     rng = random.Random(seed)
     encoder, codec = ObservationEncoder(rules), ActionCodec(rules)
     features = encoder.features_size
-    rows: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], float, int]] = []
-    playing: list[tuple[Game, list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], int]]]] = []
+    width = 52 + (1 if rules.jokers else 0)
+    Kept = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], int, np.ndarray[Any, Any]]
+    rows: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], float, int, np.ndarray[Any, Any]]]
+    rows = []
+    playing: list[tuple[Game, list[Kept]]] = []
     started = hands = 0
     while playing or started < games:
         while len(playing) < at_once and started < games:
@@ -85,7 +108,9 @@ def self_play(
             for seat in range(rules.players):
                 if rng.random() < keep:
                     obs = encoder.encode(game, seat)[:features].astype(np.float16)
-                    kept.append((obs, hidden_hands(game, seat), seat))
+                    kept.append(
+                        (obs, hidden_hands(game, seat), seat, _unseen_and_dealt(game, seat, width))
+                    )
         obs = np.stack([encoder.encode(g, g.current_player) for g, _ in playing])
         with torch.inference_mode():
             logits = policy.network(torch.from_numpy(obs)).numpy().astype(np.float64)
@@ -103,7 +128,7 @@ def self_play(
             if not game.is_hand_over:
                 still.append((game, kept))
                 continue
-            rows += [(o, h, hand_value(game, seat), hands) for o, h, seat in kept]
+            rows += [(o, h, hand_value(game, seat), hands, u) for o, h, seat, u in kept]
             hands += 1
             if game.phase == "hand_over":  # not the game's end: the next hand
                 game.next_hand()
@@ -114,7 +139,23 @@ def self_play(
         hidden=np.stack([r[1] for r in rows]),
         outcome=np.array([r[2] for r in rows], np.float32),
         hand=np.array([r[3] for r in rows], np.int64),
+        unseen=np.stack([r[4][0] for r in rows]),
+        dealt=np.stack([r[4][1:] for r in rows]),
     )
+
+
+def _unseen_and_dealt(game: Game, seat: int, width: int) -> np.ndarray[Any, Any]:
+    """Row 0: `seat`'s unseen cards by id; then, per other seat in turn order after it, the
+    cards of its hand that are not known to `seat` (uint8 counts)."""
+    view = game.seat_view(seat)
+    out = np.zeros((len(view.opponents) + 1, width), np.uint8)
+    np.add.at(out[0], view.unseen(), 1)
+    for k, q in enumerate(view.opponents, start=1):
+        hand = list(game.hand(q))
+        for c in view.known[q]:
+            hand.remove(c)
+        np.add.at(out[k], hand, 1)
+    return out
 
 
 def held_out_rows(samples: Samples) -> np.ndarray[Any, Any]:
@@ -122,9 +163,13 @@ def held_out_rows(samples: Samples) -> np.ndarray[Any, Any]:
     return np.flatnonzero(samples.hand >= samples.hand.max() * (1 - HELD_OUT))
 
 
+Loss = Callable[[torch.nn.Module, np.ndarray[Any, Any], Samples], torch.Tensor]
+"""A training loss: the network, the rows of a batch, the rows' samples."""
+
+
 def fit(
     net: torch.nn.Module,
-    loss: Callable[[torch.nn.Module, np.ndarray[Any, Any], Samples], torch.Tensor],
+    loss: Loss,
     samples: Samples,
     epochs: float,
     lr: float,
@@ -180,6 +225,76 @@ def belief_loss(net: torch.nn.Module, rows: np.ndarray[Any, Any], s: Samples) ->
     return F.binary_cross_entropy_with_logits(logits, torch.from_numpy(held.astype(np.float32)))
 
 
+def deal_by_odds(
+    odds: np.ndarray[Any, Any],
+    unseen: np.ndarray[Any, Any],
+    need: np.ndarray[Any, Any],
+    gen: np.random.Generator,
+) -> np.ndarray[Any, Any]:
+    """Hands dealt as the search deals them (`SeatView.sample_position`'s weighted deal,
+    Efraimidis and Spirakis' keys), a batch at once: per row, each other seat in turn takes
+    `need` of the `unseen` cards (counts by id) by the `odds` (rows × seats × ids); the
+    dealt counts (rows × seats × ids)."""
+    rows, seats, width = odds.shape
+    copies = max(1, int(unseen.max(initial=0)))
+    left = np.arange(copies)[None, None, :] < unseen[:, :, None]  # (rows, ids, copies)
+    out = np.zeros((rows, seats, width), np.uint8)
+    for q in range(seats):
+        keys = np.log1p(-gen.random(left.shape)) / odds[:, q, :, None]
+        keys = np.where(left, keys, -np.inf).reshape(rows, -1)
+        rank = np.argsort(np.argsort(-keys, axis=1, kind="stable"), axis=1, kind="stable")
+        taken = (rank < need[:, q : q + 1]).reshape(left.shape) & left
+        out[:, q] = taken.sum(-1)
+        left &= ~taken
+    return out
+
+
+@dataclass
+class BeliefContext:
+    """What the whole-hand odds read of each row, from the (trained, fixed) belief: its
+    trunk's summary and logits (`HandOdds.context`, float16) and the odds it deals by."""
+
+    summary: np.ndarray[Any, Any]
+    logits: np.ndarray[Any, Any]
+    odds: np.ndarray[Any, Any]
+
+    @classmethod
+    def of(cls, net: HandOdds, s: Samples, batch: int = 4096) -> BeliefContext:
+        width = s.unseen.shape[1]
+        parts: list[tuple[np.ndarray[Any, Any], ...]] = []
+        with torch.inference_mode():
+            for i in range(0, len(s.hand), batch):
+                summary, logits = net.context(
+                    torch.from_numpy(s.obs[i : i + batch].astype(np.float32))
+                )
+                odds = belief_odds(logits[..., :52])[..., :width]
+                parts.append((summary.half().numpy(), logits.half().numpy(), odds.float().numpy()))
+        return cls(*(np.concatenate([p[k] for p in parts]) for k in range(3)))
+
+
+def odds_loss(context: BeliefContext, rules: Rules, seed: int) -> Loss:
+    """Binary cross-entropy of the whole-hand odds telling each row's true hands from hands
+    the belief deals in the same position (fresh ones each time): its logit learns the log
+    ratio of the two (`HandOdds`)."""
+    gen = np.random.default_rng(seed)
+    width = context.odds.shape[2]
+    scale = np.array([rules.deck_count] * 52 + [rules.joker_count] * (width - 52), np.float32)
+
+    def loss(net: torch.nn.Module, rows: np.ndarray[Any, Any], s: Samples) -> torch.Tensor:
+        dealt = s.dealt[rows].astype(np.float32)
+        fake = deal_by_odds(context.odds[rows], s.unseen[rows], s.dealt[rows].sum(-1), gen)
+        true = s.hidden[rows]
+        other = true - ((dealt - fake) / scale).reshape(true.shape)
+        summary = torch.from_numpy(context.summary[rows].astype(np.float32)).repeat(2, 1)
+        logits = torch.from_numpy(context.logits[rows].astype(np.float32)).repeat(2, 1, 1)
+        hands = torch.from_numpy(np.concatenate([true, other]).astype(np.float32))
+        labels = torch.cat([torch.ones(len(rows)), torch.zeros(len(rows))])
+        assert isinstance(net, HandOdds)
+        return F.binary_cross_entropy_with_logits(net.score(summary, logits, hands), labels)
+
+    return loss
+
+
 def value_head_loss(policy: PolicyAgent, s: Samples) -> float:
     """The policy's own value head's held-out squared error, for comparison (it reads the
     observation only)."""
@@ -218,6 +333,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=float, default=0.5, help="chance a seat's row is kept")
     ap.add_argument("--table-epochs", type=float, default=2.0, help="passes over the rows")
     ap.add_argument("--belief-epochs", type=float, default=1.0, help="passes over the rows")
+    ap.add_argument("--odds-epochs", type=float, default=2.0, help="passes over the rows")
+    ap.add_argument(
+        "--nets",
+        default=",".join(NETS),
+        help=f"which networks to train, comma-separated, of {','.join(NETS)} (odds needs belief)",
+    )
     ap.add_argument("--lr", type=float, default=1e-3, help="the one-cycle peak learning rate")
     ap.add_argument("--batch", type=int_option("batch", 1, 65_536), default=1024)
     ap.add_argument("--threads", type=int_option("threads", 1, 256), default=2)
@@ -229,12 +350,18 @@ def main(argv: list[str] | None = None) -> int:
         "keep": (0, 1, "a chance > 0 and <= 1"),
         "table_epochs": (0, 1000, "a number of passes > 0 and <= 1000"),
         "belief_epochs": (0, 1000, "a number of passes > 0 and <= 1000"),
+        "odds_epochs": (0, 1000, "a number of passes > 0 and <= 1000"),
         "lr": (0, 1, "a learning rate > 0 and <= 1"),
     }
     for name, (lo, hi, allowed) in limits.items():
         value = getattr(args, name)
         if not (lo <= value <= hi and (name == "explore" or value > lo)):
             ap.error(f"--{name.replace('_', '-')} must be {allowed}, not {value}")
+    nets = [n.strip() for n in args.nets.split(",")]
+    if not nets or set(nets) - set(NETS) or len(set(nets)) != len(nets):
+        ap.error(f"--nets must name some of {', '.join(NETS)}, each once, not {args.nets!r}")
+    if ODDS in nets and BELIEF not in nets:
+        ap.error("--nets: odds starts from the hand belief trained beside it: add belief")
     out = Path(args.out)
     try:
         rules = Rules.parse(args.rules)
@@ -257,14 +384,25 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     spec = dict(policy.metadata["network"])
-    results = {}
-    for kind, cls, loss, epochs in (
-        (TABLE, TableValue, table_loss, args.table_epochs),
-        (BELIEF, HandBelief, belief_loss, args.belief_epochs),
-    ):
-        net = cls(rules, spec["channels"], spec["blocks"], spec["hidden"])
-        net.card.load_state_dict(policy.network.state_dict())  # the policy's trunk to start
+    sizes = (spec["channels"], spec["blocks"], spec["hidden"])
+    results: dict[str, dict[str, float]] = {}
+    trained: dict[str, torch.nn.Module] = {}
+    for kind in (k for k in NETS if k in nets):
+        net: torch.nn.Module
+        if kind == ODDS:
+            net = HandOdds(rules, *sizes)
+            net.belief.load_state_dict(trained[BELIEF].state_dict())  # fixed: the deal
+            loss, epochs = (
+                odds_loss(BeliefContext.of(net, samples), rules, args.seed),
+                args.odds_epochs,
+            )
+        else:
+            net = TableValue(rules, *sizes) if kind == TABLE else HandBelief(rules, *sizes)
+            net.card.load_state_dict(policy.network.state_dict())  # the policy's trunk to start
+            loss = table_loss if kind == TABLE else belief_loss
+            epochs = args.table_epochs if kind == TABLE else args.belief_epochs
         before, after = fit(net, loss, samples, epochs, args.lr, args.batch, args.seed)
+        trained[kind] = net
         results[kind] = {"held_out_before": before, "held_out_after": after}
         if kind == TABLE:
             results[kind]["policy_value_head"] = value_head_loss(policy, samples)
@@ -285,5 +423,6 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{kind}: held-out loss {before:.4f} -> {after:.4f}; {out / f'{kind}.pt'}", flush=True
         )
-    print(f"the policy's value head: {results[TABLE]['policy_value_head']:.4f} (squared error)")
+    if TABLE in results:
+        print(f"the policy's value head: {results[TABLE]['policy_value_head']:.4f} (squared error)")
     return 0
