@@ -292,6 +292,17 @@ def test_the_searchs_worlds_follow_the_joint_term() -> None:
     assert rate[30.0] > rate[0.0] + 0.3
 
 
+@pytest.mark.parametrize("deal", [None, "belief", "odds"])
+def test_the_worlds_a_search_deals_keep_the_view(nets: Path, deal: str | None) -> None:
+    g = midhand(7)
+    view = g.seat_view(g.current_player)
+    belief = None if deal is None else nets / f"{deal}.pt"
+    worlds = PolicySearchAgent(RULES, simulations=8, belief=belief, seed=1).deal_worlds(view, 5)
+    assert len(worlds) == 5
+    for world in worlds:
+        assert world.seat_view(view.seat) == view
+
+
 def test_the_table_leaf_needs_a_table_value() -> None:
     with pytest.raises(PolicySearchError, match=r"training\.search_nets"):
         PolicySearchAgent(RULES, simulations=8, leaf="table")

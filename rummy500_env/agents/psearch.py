@@ -405,6 +405,16 @@ class PolicySearchAgent(Bot):
             odds = belief_odds(self.belief(torch.from_numpy(root[None])))[0]
         return [row.tolist() for row in odds]
 
+    def deal_worlds(self, view: SeatView, n: int) -> list[Game]:
+        """n worlds as a search of `view` deals them: uniformly, by the hand belief, or by
+        the whole-hand odds (`ODDS_POOL` n dealt, n kept). For measuring a belief
+        (benchmarks/belief_hits.py); the search deals its own a batch at a time."""
+        root = self.encoder.encode(self._world(view), view.seat)
+        weights = self._weights(view, root)
+        if self.odds is not None:
+            return self._resample(view, weights, self._odds_context(root), n)
+        return [self._world(view, weights) for _ in range(n)]
+
     def _odds_context(self, root: np.ndarray[Any, Any]) -> tuple[Any, Any]:
         """What the whole-hand odds read of the root observation (`HandOdds.context`)."""
         import torch
