@@ -114,7 +114,9 @@ same search wins +12.4 and +6.0 a hand against the model at 50 ms in two measure
 loses; a hand belief, ``belief=``, wins back part of it). Told the true hand at 200 ms, the
 ``table`` leaf wins +4.5 (−4.2 to +13.1) and the ``rollout`` leaf **+34.2** (+24.7 to +43.8),
 200 hands each: once the worlds are right, the table value's errors between candidates, not
-the one step of improvement, hold the ``table`` leaf back.
+the one step of improvement, hold the ``table`` leaf back. With the hand belief's worlds the
+``rollout`` leaf is level with the policy at 200 ms (+2.2, −3.9 to +8.2, 400 hands): the
+deal is what holds the search back.
 
 SPARTA's rule does not rescue the ``value`` leaf: at 200 CPU ms a decision, m = 4, δ = 0
 (``python benchmarks/psearch_leaf.py --ms 200 --leaf value --candidates 4 --deviate 0 --deals
