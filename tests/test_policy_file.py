@@ -294,7 +294,7 @@ def with_metadata(
         ),
         (
             {"network": {"kind": ["cards"]}},
-            "network.kind must be a str ('mlp' or 'cards' or 'table' or 'belief')",
+            "network.kind must be a str ('mlp' or 'cards' or 'table' or 'belief' or 'odds')",
         ),
         (
             {"network": {"kind": "mlp", "net_arch": 64, "activation": "tanh"}},
