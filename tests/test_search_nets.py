@@ -131,7 +131,11 @@ def test_networks_for_more_seats_and_jokers() -> None:
     belief = HandBelief(rules, 8, 1, 16)
     assert belief(obs).shape == (1, 2, 52)
     table = TableValue(rules, 8, 1, 16)
-    assert table(obs, torch.from_numpy(hidden_hands(g, 0)[None])).shape == (1,)
+    hidden = torch.from_numpy(hidden_hands(g, 0)[None])
+    assert table(obs, hidden).shape == (1,)
+    odds = HandOdds(rules, 8, 1, 16)
+    assert odds(obs, hidden).shape == (1,)
+    assert odds.context(obs)[1].shape == (1, 2, 53)
 
 
 @pytest.fixture(scope="module")
