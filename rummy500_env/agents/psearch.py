@@ -414,19 +414,26 @@ class PolicySearchAgent(Bot):
         """n worlds as a search of `view` deals them: uniformly, by the hand belief, or by
         the whole-hand odds (`ODDS_POOL` n dealt, n kept). For measuring a belief
         (benchmarks/belief_hits.py); the search deals its own a batch at a time."""
-        root = self.encoder.encode(self._world(view), view.seat)
-        weights = self._weights(view, root)
-        if self.odds is not None:
-            return self._resample(view, weights, self._odds_context(root), n)
+        weights, context = self._deal_plan(view, self.encoder.encode(self._world(view), view.seat))
+        if context is not None:
+            return self._resample(view, weights, context, n)
         return [self._world(view, weights) for _ in range(n)]
 
-    def _odds_context(self, root: np.ndarray[Any, Any]) -> tuple[Any, Any]:
-        """What the whole-hand odds read of the root observation (`HandOdds.context`)."""
+    def _deal_plan(
+        self, view: SeatView, root: np.ndarray[Any, Any]
+    ) -> tuple[list[list[float]] | None, tuple[Any, Any] | None]:
+        """A decision's deal: its weights (`_weights`) and, with whole-hand odds, what they
+        read of the root (`HandOdds.context`), the weights then taken from the same forward."""
+        if self.odds is None:
+            return self._weights(view, root), None
         import torch
+
+        from rummy500_env.agents.networks import belief_odds
 
         with torch.inference_mode():
             context: tuple[Any, Any] = self.odds.context(torch.from_numpy(root[None]))
-        return context
+            odds = belief_odds(context[1][0, :, :52])
+        return [row.tolist() for row in odds], context
 
     def _resample(
         self, view: SeatView, weights: Any, context: tuple[Any, Any], n: int
@@ -600,8 +607,7 @@ class _Halving:
         self.view, self.legal, self.c_scale = view, legal, agent.c_scale
         first = agent._world(view)
         root = agent.encoder.encode(first, view.seat)  # the same in every world
-        self.weights = agent._weights(view, root)
-        self.context = None if agent.odds is None else agent._odds_context(root)
+        self.weights, self.context = agent._deal_plan(view, root)
         self.spare = [first] if self.weights is None else []  # dealt, not yet searched
         self.ids = [agent.codec.encode(view, a) for a in legal]
         raw, root_value = agent._forward(root[None])
