@@ -9,12 +9,16 @@ out) against ``model`` over duplicate hands, its worlds dealt four ways:
              hidden hand, so its worlds differ only in the stock's order). The observation
              the search encodes is the seat's own either way.
 
+With ``--evidence K`` the deal's worlds are resampled by the other seat's last K turns (the
+policy's odds of the moves it made in each world; `agents.opponent_turn`).
+
     python -m training.search_nets --out runs/search_nets     # table value, belief, odds
     python benchmarks/psearch_worlds.py --deal uniform --ms 50 --deals 100
     python benchmarks/psearch_worlds.py --deal belief --ms 50 --deals 100
     python benchmarks/psearch_worlds.py --deal odds --ms 50 --deals 100
     python benchmarks/psearch_worlds.py --deal true --ms 50 --deals 100
     python benchmarks/psearch_worlds.py --deal true --leaf rollout --ms 50 --deals 100
+    python benchmarks/psearch_worlds.py --evidence 2 --leaf rollout --ms 200 --deals 200
 
 Each deal is played twice with the seats swapped; a deal's margin is the mean of its two
 hands' (search − model) hand-score differences, the 95% interval over deals. The budget is
@@ -74,6 +78,12 @@ def main(argv: list[str] | None = None) -> None:
         help="how a candidate is valued in a world: the table value, or the policy playing "
         "every seat to the end of the hand",
     )
+    ap.add_argument(
+        "--evidence",
+        type=int_option("evidence", 0),
+        default=0,
+        help="the other seat's last turns whose moves weigh the worlds (0: none)",
+    )
     ap.add_argument("--ms", type=float, default=50.0, help="CPU milliseconds a decision")
     ap.add_argument("--no-gumbel", action="store_true", help="top-k candidates, no noise")
     ap.add_argument("--deals", type=int_option("deals"), default=100)
@@ -91,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:
         gumbel=not args.no_gumbel,
         seed=args.seed,
         clock=time.process_time,
+        evidence=args.evidence,
     )
     model = PolicyAgent.load("standard", rules=rules)
     encoder, codec = ObservationEncoder(rules), ActionCodec(rules)
@@ -118,8 +129,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{len(margins)} deals: {mean_ci(margins)[0]:+.1f} a hand", flush=True)
     mean, lo, hi = mean_ci(margins)
     print(
-        f"deal={args.deal} leaf={args.leaf} {'top-k' if args.no_gumbel else 'gumbel'} "
-        f"{args.ms:g}ms vs model: "
+        f"deal={args.deal} evidence={args.evidence} leaf={args.leaf} "
+        f"{'top-k' if args.no_gumbel else 'gumbel'} {args.ms:g}ms vs model: "
         f"{mean:+.1f} a hand (95% CI {lo:+.1f} to {hi:+.1f}), {2 * len(margins)} hands, "
         f"{time.perf_counter() - start:.0f} s"
     )

@@ -51,9 +51,13 @@ others' mean, as the policy's value head was trained):
 Worlds are dealt uniformly over the unseen cards, or, with a hand belief (``belief=``, a
 `networks.HandBelief` from the same command), each other hand's unknown cards by the belief's
 odds of each card being there (`SeatView.sample_position`'s weights). Whole-hand odds
-(``belief=`` an `networks.HandOdds` file) deal `ODDS_POOL` worlds that way for every world
+(``belief=`` an `networks.HandOdds` file) deal `RESAMPLE_POOL` worlds that way for every world
 kept and keep them in proportion to exp(the odds' joint term) (sampling importance
 resampling): the worlds then follow the odds of whole hands, not of each card alone.
+With ``evidence=K`` (two players; `agents.opponent_turn`) the agent keeps the other seat's
+last K turns as it saw them between its own decisions, and each of `RESAMPLE_POOL` worlds a
+world kept is weighed by the opponent model's odds of the moves the other seat made there
+(what it discarded, whether it took the pile), the hand it held then rebuilt from the world's.
 
 With the leaves that ask the network, every network call of a round is one batched forward
 over all its worlds and candidates (torch inference mode, on one thread: a search is one
@@ -137,14 +141,16 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rummy500_env.agents.bot import Bot
+from rummy500_env.agents.opponent_turn import OpponentTurn, same_hand
 from rummy500_env.agents.playout import play_out
+from rummy500_env.engine.cards import Card
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.notation import Action
@@ -163,8 +169,10 @@ POLICY_STEPS_CAP = 400
 SIMULATIONS_CAP = 1_000_000
 """Simulations a timed decision runs at most: a clock that stands still cannot make a search
 endless."""
-ODDS_POOL = 4
-"""Worlds dealt by the belief for each world kept, with whole-hand odds."""
+RESAMPLE_POOL = 4
+"""Worlds dealt for each world kept where worlds are resampled (whole-hand odds, evidence)."""
+REJUVENATE_STEPS = 8
+"""Metropolis steps each world resampled by the evidence takes (`_rejuvenate`)."""
 WORLDS_A_BATCH = 8
 """Worlds evaluated in one batch under a time budget (the clock is read between batches)."""
 SAFETY = 0.9
@@ -230,6 +238,9 @@ class PolicySearchAgent(Bot):
         table: a table value (`TableValue` or its file) for the ``table`` leaf.
         belief: a hand belief (`HandBelief`, `HandOdds` or its file) to deal the worlds
             by; None: uniformly.
+        evidence: K, the other seat's last turns (at most K) whose moves weigh the worlds
+            (module docstring; two players, no jokers or calls); 0: none. Read by `decide`
+            only (the agent follows its seat's decisions; `analyse` is for one position).
     """
 
     def __init__(
@@ -248,6 +259,7 @@ class PolicySearchAgent(Bot):
         deviate: float | None = None,
         table: Any = None,
         belief: Any = None,
+        evidence: int = 0,
     ) -> None:
         super().__init__(rules)
         if leaf not in LEAVES:
@@ -270,6 +282,10 @@ class PolicySearchAgent(Bot):
         if deviate is not None and not (number and deviate >= 0):
             raise PolicySearchError(
                 f"deviate must be None or a margin >= 0 in hand points / 100, not {deviate!r}"
+            )
+        if type(evidence) is not int or evidence < 0:
+            raise PolicySearchError(
+                f"evidence must be a whole number of turns >= 0, not {evidence!r}"
             )
         if ms is None and simulations is None:
             ms = float(DEFAULT_MS)
@@ -294,6 +310,9 @@ class PolicySearchAgent(Bot):
         deal = None if belief is None else _load_search_net(belief, self.rules, "belief", "odds")
         self.odds: Any = deal if hasattr(deal, "score") else None  # a HandOdds
         self.belief: Any = deal if self.odds is None else self.odds.belief
+        self.evidence = evidence
+        self._turns: list[OpponentTurn] = []  # the other seat's last turns, oldest first
+        self._last: tuple[SeatView, Action] | None = None  # this seat's last decision
         self.rng = random.Random(seed)
         self.clock = clock
         self.last_simulations = 0
@@ -305,13 +324,44 @@ class PolicySearchAgent(Bot):
 
     def decide(self, view: SeatView, legal: Sequence[Action]) -> Action:
         start = self.clock()
+        self._witness(view)
         ordered = self.ordered(view, legal)
         self.last_simulations = 0
         self.last_worlds = []
         if len(ordered) == 1:
-            return ordered[0]  # nothing to search
-        with _one_torch_thread():
-            return self._search(view, ordered, start).action
+            action = ordered[0]  # nothing to search
+        else:
+            with _one_torch_thread():
+                action = self._search(view, ordered, start, self.evidence_for(view)).action
+        self._last = (view, action)
+        return action
+
+    def follow(self, view: SeatView, action: Action) -> None:
+        """What `decide` remembers of a decision, for a seat the agent watches without
+        deciding for it (benchmarks/belief_hits.py): `view` and the move made there."""
+        self._witness(view)
+        self._last = (view, action)
+
+    def _witness(self, view: SeatView) -> None:
+        """Keep the other seat's turn since this seat's last decision, if it is one
+        (`OpponentTurn.between`), after the turns it follows; a gap starts the chain again."""
+        if not self.evidence or self._last is None:
+            return
+        last = self._last[0]
+        if not same_hand(last, view) or view.turns < last.turns:  # another hand or game
+            self._turns = []
+        turn = OpponentTurn.between(*self._last, view)
+        if turn is not None:
+            chain = self._turns if self._turns and turn.follows(self._turns[-1]) else []
+            self._turns = ([*chain, turn])[-self.evidence :]
+
+    def evidence_for(self, view: SeatView) -> list[OpponentTurn]:
+        """The other seat's turns that weigh the worlds of a decision in `view` (oldest
+        first): those kept, if the last ended right before this turn of the seat."""
+        if self._turns and same_hand(self._turns[-1].now, view):
+            if self._turns[-1].now.turns == view.turns:
+                return self._turns
+        return []
 
     def analyse(self, view: SeatView, legal: Sequence[Action]) -> SearchResult:
         """The search's choice with its improved policy and value (for labelling positions,
@@ -352,8 +402,14 @@ class PolicySearchAgent(Bot):
             self.last_simulations = sum(h.simulations for h in roots)
             return [h.result() for h in roots]
 
-    def _search(self, view: SeatView, legal: list[Action], start: float) -> SearchResult:
-        root = _Halving(self, view, legal)
+    def _search(
+        self,
+        view: SeatView,
+        legal: list[Action],
+        start: float,
+        evidence: Sequence[OpponentTurn] = (),
+    ) -> SearchResult:
+        root = _Halving(self, view, legal, evidence)
         deadline = None if self.ms is None else start + SAFETY * self.ms / 1000
         cost: float | None = None  # seconds a simulation, once measured
 
@@ -411,12 +467,14 @@ class PolicySearchAgent(Bot):
         return [row.tolist() for row in odds]
 
     def deal_worlds(self, view: SeatView, n: int) -> list[Game]:
-        """n worlds as a search of `view` deals them: uniformly, by the hand belief, or by
-        the whole-hand odds (`ODDS_POOL` n dealt, n kept). For measuring a belief
-        (benchmarks/belief_hits.py); the search deals its own a batch at a time."""
+        """n worlds as a search of `view` deals them: uniformly, by the hand belief, or
+        resampled by the whole-hand odds and the evidence the agent holds for `view`
+        (`RESAMPLE_POOL` n dealt, n kept). For measuring a deal (benchmarks/belief_hits.py);
+        the search deals its own a batch at a time."""
         weights, context = self._deal_plan(view, self.encoder.encode(self._world(view), view.seat))
-        if context is not None:
-            return self._resample(view, weights, context, n)
+        evidence = self.evidence_for(view)
+        if context is not None or evidence:
+            return self._resample(view, weights, context, evidence, n)
         return [self._world(view, weights) for _ in range(n)]
 
     def _deal_plan(
@@ -436,20 +494,110 @@ class PolicySearchAgent(Bot):
         return [row.tolist() for row in odds], context
 
     def _resample(
-        self, view: SeatView, weights: Any, context: tuple[Any, Any], n: int
+        self,
+        view: SeatView,
+        weights: Any,
+        context: tuple[Any, Any] | None,
+        evidence: Sequence[OpponentTurn],
+        n: int,
     ) -> list[Game]:
-        """n worlds by the whole-hand odds: `ODDS_POOL` n dealt by the belief, n of them
-        drawn (with replacement) in proportion to exp(joint term). A world drawn twice is
-        searched twice (worlds are only read: `_children` plays in copies)."""
+        """n worlds of `RESAMPLE_POOL` n dealt by the belief (or uniformly), drawn (with
+        replacement) in proportion to exp(the whole-hand odds' joint term) times the
+        opponent model's odds of the other seat's moves in `evidence` (sampling importance
+        resampling). Those odds are sharp (a few worlds of the pool take nearly all the
+        weight), so on a uniform deal each world drawn then takes `REJUVENATE_STEPS`
+        Metropolis steps (`_rejuvenate`): n worlds, not n copies of a few. A world drawn
+        twice otherwise is searched twice (worlds are only read: `_children` plays in
+        copies)."""
         import torch
 
-        pool = [self._world(view, weights) for _ in range(ODDS_POOL * n)]
-        hidden = np.stack([hidden_hands(w, view.seat) for w in pool])
-        with torch.inference_mode():
-            terms = self.odds.score(*context, torch.from_numpy(hidden)).double().numpy()
+        pool = [self._world(view, weights) for _ in range(RESAMPLE_POOL * n)]
+        terms = np.zeros(len(pool))
+        if context is not None:
+            hidden = np.stack([hidden_hands(w, view.seat) for w in pool])
+            with torch.inference_mode():
+                terms += self.odds.score(*context, torch.from_numpy(hidden)).double().numpy()
+        if evidence:
+            other = evidence[-1].other
+            terms += self._evidence_terms([tuple(w.hand(other)) for w in pool], evidence)
+        if not np.isfinite(terms).any():  # no world explains the moves: the deal as it is
+            terms[:] = 0.0
         odds = np.exp(terms - terms.max())
         picks = self.rng.choices(range(len(pool)), weights=odds.tolist(), k=n)
+        if evidence and weights is None and context is None and REJUVENATE_STEPS:
+            return self._rejuvenate(view, [pool[i] for i in picks], terms[picks], evidence)
         return [pool[i] for i in picks]
+
+    def _rejuvenate(
+        self,
+        view: SeatView,
+        worlds: list[Game],
+        terms: np.ndarray[Any, Any],
+        evidence: Sequence[OpponentTurn],
+    ) -> list[Game]:
+        """Each world's other hand after `REJUVENATE_STEPS` Metropolis steps, every chain in
+        one batched forward a step: a card of the hand the seat does not know it holds is
+        swapped for an unseen card outside it, and the swap kept with probability
+        min(1, ratio of the evidence's odds) (the proposal is symmetric and the deal uniform,
+        so the posterior given the evidence is what the chains keep); the stock is dealt
+        again around the hand."""
+        other = evidence[-1].other
+        known, unseen = view.known[other], view.unseen()
+        hands = [tuple(w.hand(other)) for w in worlds]
+        current = np.array(terms, dtype=np.float64)
+        for _ in range(REJUVENATE_STEPS):
+            proposals = []
+            for hand in hands:
+                free = [c for c in hand if c not in known]
+                outside = [c for c in unseen if c not in hand]
+                if not free or not outside:
+                    proposals.append(hand)
+                    continue
+                out, into = self.rng.choice(free), self.rng.choice(outside)
+                proposals.append(tuple(sorted([*(c for c in hand if c != out), into])))
+            new = self._evidence_terms(proposals, evidence)
+            for i, proposal in enumerate(proposals):
+                if math.log(1.0 - self.rng.random()) < new[i] - current[i]:
+                    hands[i], current[i] = proposal, new[i]
+        return [self._world_holding(view, other, hand) for hand in hands]
+
+    def _world_holding(self, view: SeatView, other: int, hand: tuple[Card, ...]) -> Game:
+        """A world of `view` in which seat `other` holds `hand` (the stock shuffled)."""
+        position = view.sample_position(self.rng)
+        hands = list(position.hands)
+        hands[other] = hand
+        stock = [c for c in view.unseen() if c not in hand]
+        self.rng.shuffle(stock)
+        return Game.from_position(replace(position, hands=tuple(hands), stock=tuple(stock)))
+
+    def _evidence_terms(
+        self, hands: list[tuple[Card, ...]], evidence: Sequence[OpponentTurn]
+    ) -> np.ndarray[Any, Any]:
+        """Per hand the other seat may hold now, the log of the opponent model's odds of its
+        moves in `evidence` (newest first, each turn's hand rebuilt from the one after it),
+        −inf where a move was not legal there; one batched forward."""
+        network = getattr(self.opponent, "network", None) or self.network
+        other = evidence[-1].other
+        rows, legal, moves, owners = [], [], [], []
+        for i, held in enumerate(hands):
+            hand = held
+            for turn in reversed(evidence):
+                decisions, hand = turn.decisions(hand, self.rng)
+                for seen, move in decisions:
+                    g = Game.from_seat_view(seen, self.rng, check=False)
+                    rows.append(self.encoder.encode(g, other))
+                    legal.append(self.codec.legal_ids(g))
+                    moves.append(self.codec.encode(seen, move))
+                    owners.append(i)
+        logits = self._logits(np.stack(rows), network).astype(np.float64)
+        terms = np.zeros(len(hands))
+        for row, ids, made, i in zip(logits, legal, moves, owners, strict=True):
+            if made not in ids:
+                terms[i] = -math.inf
+                continue
+            top = row[ids].max()
+            terms[i] += row[made] - top - math.log(float(np.exp(row[ids] - top).sum()))
+        return terms
 
     # --- valuing a candidate -----------------------------------------------------------------
 
@@ -603,8 +751,15 @@ class _Halving:
     candidates still in, each action's summed values and visits. The agent deals the worlds
     and values the simulations; this keeps the books between its batches."""
 
-    def __init__(self, agent: PolicySearchAgent, view: SeatView, legal: list[Action]) -> None:
+    def __init__(
+        self,
+        agent: PolicySearchAgent,
+        view: SeatView,
+        legal: list[Action],
+        evidence: Sequence[OpponentTurn] = (),
+    ) -> None:
         self.view, self.legal, self.c_scale = view, legal, agent.c_scale
+        self.evidence = evidence
         first = agent._world(view)
         root = agent.encoder.encode(first, view.seat)  # the same in every world
         self.weights, self.context = agent._deal_plan(view, root)
@@ -643,10 +798,10 @@ class _Halving:
         return max(1, left // ((self.rounds - self.round) * len(self.alive)))
 
     def deal(self, agent: PolicySearchAgent, n: int) -> list[Game]:
-        """n fresh worlds (the one the root was encoded from first; with whole-hand odds, n
-        kept of `ODDS_POOL` n dealt)."""
-        if self.context is not None:
-            worlds = agent._resample(self.view, self.weights, self.context, n)
+        """n fresh worlds (the one the root was encoded from first; with whole-hand odds or
+        evidence, n kept of `RESAMPLE_POOL` n dealt)."""
+        if self.context is not None or self.evidence:
+            worlds = agent._resample(self.view, self.weights, self.context, self.evidence, n)
         else:
             worlds = [
                 self.spare.pop() if self.spare else agent._world(self.view, self.weights)
