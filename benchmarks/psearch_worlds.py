@@ -85,6 +85,9 @@ def main(argv: list[str] | None = None) -> None:
         help="the other seat's last turns whose moves weigh the worlds (0: none)",
     )
     ap.add_argument("--ms", type=float, default=50.0, help="CPU milliseconds a decision")
+    ap.add_argument(
+        "--candidates", type=int_option("candidates", 1), default=8, help="actions searched"
+    )
     ap.add_argument("--no-gumbel", action="store_true", help="top-k candidates, no noise")
     ap.add_argument("--deals", type=int_option("deals"), default=100)
     ap.add_argument("--seed", type=int_option("seed"), default=0)
@@ -102,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
         seed=args.seed,
         clock=time.process_time,
         evidence=args.evidence,
+        candidates=args.candidates,
     )
     model = PolicyAgent.load("standard", rules=rules)
     encoder, codec = ObservationEncoder(rules), ActionCodec(rules)
@@ -129,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{len(margins)} deals: {mean_ci(margins)[0]:+.1f} a hand", flush=True)
     mean, lo, hi = mean_ci(margins)
     print(
-        f"deal={args.deal} evidence={args.evidence} leaf={args.leaf} "
+        f"deal={args.deal} evidence={args.evidence} leaf={args.leaf} m={args.candidates} "
         f"{'top-k' if args.no_gumbel else 'gumbel'} {args.ms:g}ms vs model: "
         f"{mean:+.1f} a hand (95% CI {lo:+.1f} to {hi:+.1f}), {2 * len(margins)} hands, "
         f"{time.perf_counter() - start:.0f} s"

@@ -58,6 +58,9 @@ With ``evidence=K`` (two players; `agents.opponent_turn`) the agent keeps the ot
 last K turns as it saw them between its own decisions, and each of `RESAMPLE_POOL` worlds a
 world kept is weighed by the opponent model's odds of the moves the other seat made there
 (what it discarded, whether it took the pile), the hand it held then rebuilt from the world's.
+Those odds are sharp: a few worlds of a pool take nearly all the weight (2.1 distinct hands
+in 8 worlds drawn), so each world drawn then takes `REJUVENATE_STEPS` Metropolis steps that
+swap one unknown card of the other hand for an unseen one (6.5 distinct in 8).
 
 With the leaves that ask the network, every network call of a round is one batched forward
 over all its worlds and candidates (torch inference mode, on one thread: a search is one
@@ -120,7 +123,10 @@ loses; a hand belief, ``belief=``, wins back part of it). Told the true hand at 
 200 hands each: once the worlds are right, the table value's errors between candidates, not
 the one step of improvement, hold the ``table`` leaf back. With the hand belief's worlds the
 ``rollout`` leaf is level with the policy at 200 ms (+2.2, −3.9 to +8.2, 400 hands): the
-deal is what holds the search back.
+deal is what holds the search back. Weighed by the other seat's last two turns
+(``evidence=2``, with the Metropolis steps), the same search is +4.7 (−1.0 to +10.4) over
+400 hands; resampled without the steps, +1.0 (−5.2 to +7.2) (docs/training.md, "The other
+seat's moves").
 
 SPARTA's rule does not rescue the ``value`` leaf: at 200 CPU ms a decision, m = 4, δ = 0
 (``python benchmarks/psearch_leaf.py --ms 200 --leaf value --candidates 4 --deviate 0 --deals
