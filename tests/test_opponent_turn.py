@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -114,14 +114,8 @@ def test_a_view_of_another_hand_or_a_missed_turn_is_no_turn() -> None:
     assert OpponentTurn.between(before, discard, now) == seen.turn
     assert OpponentTurn.between(before, Action("draw"), now) is None
     assert OpponentTurn.between(before, discard, before) is None
-    other_hand = now.__class__(**{**_fields(now), "hands_played": now.hands_played + 1})
+    other_hand = replace(now, hands_played=now.hands_played + 1)
     assert OpponentTurn.between(before, discard, other_hand) is None
-
-
-def _fields(view: SeatView) -> dict[str, object]:
-    import dataclasses
-
-    return {f.name: getattr(view, f.name) for f in dataclasses.fields(view)}
 
 
 def test_the_search_with_evidence_keeps_to_the_seat_view_and_replays() -> None:

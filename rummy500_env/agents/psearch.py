@@ -359,7 +359,7 @@ class PolicySearchAgent(Bot):
         turn = OpponentTurn.between(*self._last, view)
         if turn is not None:
             chain = self._turns if self._turns and turn.follows(self._turns[-1]) else []
-            self._turns = ([*chain, turn])[-self.evidence :]
+            self._turns = [*chain, turn][-self.evidence :]
 
     def evidence_for(self, view: SeatView) -> list[OpponentTurn]:
         """The other seat's turns that weigh the worlds of a decision in `view` (oldest
