@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
+from typing import Any
 
 from rummy500_env.engine.cards import Card
 from rummy500_env.engine.notation import Action
@@ -38,6 +39,12 @@ def same_hand(a: SeatView, b: SeatView) -> bool:
 
 def _hand_of(view: SeatView) -> tuple[object, ...]:
     return view.seat, view.dealer, view.hands_played, view.totals
+
+
+def _acting(view: SeatView, seat: int, **fields: Any) -> SeatView:
+    """`view` turned to `seat`, to act in it with nothing owed to the table; `fields` are
+    what else differs at that moment (the seat's hand among them)."""
+    return replace(view, seat=seat, turn=seat, must_play=None, **fields)
 
 
 @dataclass(frozen=True)
@@ -117,17 +124,15 @@ class OpponentTurn:
             known[other] = tuple(sorted(known[other] + (self.discard,)))
         sizes = list(self.now.hand_sizes)
         sizes[other] += 1
-        at_discard = replace(
+        at_discard = _acting(
             self.now,
-            seat=other,
-            turn=other,
+            other,
             phase="play",
             hand=holding,
             pile=self.now.pile[:-1],
             known=tuple(known),
             hand_sizes=tuple(sizes),
             taken_top=self.taken[-1] if len(self.taken) == 1 else None,
-            must_play=None,
             turns=self.now.turns - 1,
         )
         drawn = list(holding + self.played)
@@ -143,17 +148,15 @@ class OpponentTurn:
         sizes = list(self.before.hand_sizes)
         sizes[seat] -= 1
         sizes[other] = len(start)
-        at_draw = replace(
+        at_draw = _acting(
             self.before,
-            seat=other,
-            turn=other,
+            other,
             phase="draw",
             hand=start,
             pile=(*self.before.pile, self.discarded),
             known=tuple(known),
             hand_sizes=tuple(sizes),
             taken_top=None,
-            must_play=None,
             turns=self.before.turns + 1,
         )
         return [(at_discard, Action("discard", (self.discard,))), (at_draw, self.draw)], start
