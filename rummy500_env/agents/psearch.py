@@ -125,8 +125,9 @@ the one step of improvement, hold the ``table`` leaf back. With the hand belief'
 ``rollout`` leaf is level with the policy at 200 ms (+2.2, −3.9 to +8.2, 400 hands): the
 deal is what holds the search back. Weighed by the other seat's last two turns
 (``evidence=2``, with the Metropolis steps), the same search is +4.7 (−1.0 to +10.4) over
-400 hands; resampled without the steps, +1.0 (−5.2 to +7.2) (docs/training.md, "The other
-seat's moves").
+400 hands, and with the top four candidates (m = 4) +6.4 (+0.5 to +12.3), the first lead
+over the policy whose interval clears zero; resampled without the steps, +1.0 (−5.2 to
++7.2) (docs/training.md, "The other seat's moves").
 
 SPARTA's rule does not rescue the ``value`` leaf: at 200 CPU ms a decision, m = 4, δ = 0
 (``python benchmarks/psearch_leaf.py --ms 200 --leaf value --candidates 4 --deviate 0 --deals
