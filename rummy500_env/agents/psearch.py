@@ -127,7 +127,8 @@ deal is what holds the search back. Weighed by the other seat's last two turns
 (``evidence=2``, with the Metropolis steps), the same search is +4.7 (−1.0 to +10.4) over
 400 hands, and with the top four candidates (m = 4) +6.4 (+0.5 to +12.3), the first lead
 over the policy whose interval clears zero (at 50 ms the deal's cost leaves too few rollouts:
-−7.8, −14.5 to −1.2); resampled without the steps, +1.0 (−5.2 to
+−7.8, −14.5 to −1.2; at 1 s +21.4, +6.3 to +36.4, over only 60 hands); resampled without
+the steps, +1.0 (−5.2 to
 +7.2) (docs/training.md, "The other seat's moves").
 
 SPARTA's rule does not rescue the ``value`` leaf: at 200 CPU ms a decision, m = 4, δ = 0
