@@ -28,10 +28,6 @@ from rummy500_env.engine.notation import Action
 from rummy500_env.engine.seat_view import SeatView
 
 
-def _table(view: SeatView) -> set[Card]:
-    return {c for m in view.melds for c in m.cards}
-
-
 def same_hand(a: SeatView, b: SeatView) -> bool:
     """Whether two views of one seat are of the same hand of the same game."""
     return _hand_of(a) == _hand_of(b)
@@ -81,7 +77,7 @@ class OpponentTurn:
         taken = pile[len(rest) :]
         if now.stock_size != before.stock_size - (0 if taken else 1):
             return None
-        table_before, table_now = _table(before), _table(now)
+        table_before, table_now = set(before.table_cards()), set(now.table_cards())
         if not table_before <= table_now:
             return None
         return cls(

@@ -367,9 +367,9 @@ class PolicySearchAgent(Bot):
     def evidence_for(self, view: SeatView) -> list[OpponentTurn]:
         """The other seat's turns that weigh the worlds of a decision in `view` (oldest
         first): those kept, if the last ended right before this turn of the seat."""
-        if self._turns and same_hand(self._turns[-1].now, view):
-            if self._turns[-1].now.turns == view.turns:
-                return self._turns
+        last = self._turns[-1].now if self._turns else None
+        if last is not None and same_hand(last, view) and last.turns == view.turns:
+            return self._turns
         return []
 
     def analyse(self, view: SeatView, legal: Sequence[Action]) -> SearchResult:
@@ -568,14 +568,17 @@ class PolicySearchAgent(Bot):
             for i, proposal in enumerate(proposals):
                 if math.log(1.0 - self.rng.random()) < new[i] - current[i]:
                     hands[i], current[i] = proposal, new[i]
-        return [self._world_holding(view, other, hand) for hand in hands]
+        return [self._world_holding(view, other, hand, unseen) for hand in hands]
 
-    def _world_holding(self, view: SeatView, other: int, hand: tuple[Card, ...]) -> Game:
-        """A world of `view` in which seat `other` holds `hand` (the stock shuffled)."""
+    def _world_holding(
+        self, view: SeatView, other: int, hand: tuple[Card, ...], unseen: list[Card]
+    ) -> Game:
+        """A world of `view` in which seat `other` holds `hand` (the rest of `unseen`, the
+        view's unseen cards, shuffled into the stock)."""
         position = view.sample_position(self.rng)
         hands = list(position.hands)
         hands[other] = hand
-        stock = [c for c in view.unseen() if c not in hand]
+        stock = [c for c in unseen if c not in hand]
         self.rng.shuffle(stock)
         return Game.from_position(replace(position, hands=tuple(hands), stock=tuple(stock)))
 
