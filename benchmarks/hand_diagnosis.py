@@ -2,7 +2,10 @@
 deal played from both seats), each hand taken apart for each side: the hand's score, the
 points it put on the table (melds and lay-offs) and left in hand, jokers put down and left in
 hand, who went out, and how often it took from the pile, dug, called "Rummy!" and passed
-a call.
+a call; and what it kept back: the turns it ended with a discard while a meld or a lay-off
+was legal (``held_turns``), and of the points left in hand when the hand ended, those it
+could have put down at its last discard (``caught_holding``) and those it had taken from
+the pile (``left_from_pile``).
 
     python benchmarks/hand_diagnosis.py model greedy --rules standard,jokers=2,rummy_calls=true
     python benchmarks/hand_diagnosis.py model expert --rules standard,jokers=2,rummy_calls=true
@@ -26,6 +29,7 @@ from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.cards import JOKER
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.melds import hand_values
+from rummy500_env.engine.notation import Action
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rl.actions import ActionCodec
@@ -36,6 +40,8 @@ ROWS = (
     "score",
     "put_down",
     "left_in_hand",
+    "caught_holding",
+    "left_from_pile",
     "jokers_down",
     "jokers_left",
     "went_out",
@@ -44,6 +50,7 @@ ROWS = (
     "calls",
     "passes",
     "moves",
+    "held_turns",
 )
 
 
@@ -53,6 +60,9 @@ def one_hand(rules: Rules, agents: list[Any], seed: int) -> list[dict[str, float
     codec, encoder = ActionCodec(rules), ObservationEncoder(rules)
     kinds: list[Counter[str]] = [Counter() for _ in agents]
     jokers_down = [0] * len(agents)
+    held_turns = [0] * len(agents)
+    playable: list[Counter[int]] = [Counter() for _ in agents]  # at the seat's last discard
+    from_pile: list[Counter[int]] = [Counter() for _ in agents]  # taken, dug or called
     while not g.is_hand_over:
         p = g.current_player
         legal = g.legal_actions()
@@ -65,20 +75,31 @@ def one_hand(rules: Rules, agents: list[Any], seed: int) -> list[dict[str, float
 
             a = codec.decode(g, choose(agents[p], g, codec, observe))
         kinds[p][a.kind] += 1
+        if a.kind == "discard":
+            playable[p] = _playable(legal)
+            held_turns[p] += bool(playable[p])
         if a.kind in ("meld", "layoff"):
             jokers_down[p] += a.jokers.bit_count()
+        before = Counter(g.hand(p))
         g.apply(a)
+        if a.kind in ("take", "dig", "call"):
+            from_pile[p] += Counter(g.hand(p)) - before
     values = hand_values(rules.scoring)
     scores = g.hand_scores()
     result = g.result()
     out = []
     for p in range(len(agents)):
         left = sum(values[c] for c in g.hand(p))
+        held = playable[p] & Counter(g.hand(p))
         out.append(
             {
                 "score": scores[p],
                 "put_down": scores[p] + left,
                 "left_in_hand": left,
+                "caught_holding": sum(values[c] * n for c, n in held.items()),
+                "left_from_pile": sum(
+                    values[c] * n for c, n in (from_pile[p] & Counter(g.hand(p))).items()
+                ),
                 "jokers_down": jokers_down[p],
                 "jokers_left": sum(1 for c in g.hand(p) if c == JOKER),
                 "went_out": float(result.went_out == p),
@@ -87,8 +108,20 @@ def one_hand(rules: Rules, agents: list[Any], seed: int) -> list[dict[str, float
                 "calls": kinds[p]["call"],
                 "passes": kinds[p]["pass"],
                 "moves": sum(kinds[p].values()),
+                "held_turns": held_turns[p],
             }
         )
+    return out
+
+
+def _playable(legal: list[Action]) -> Counter[int]:
+    """The hand's cards some legal meld or lay-off would put down (a joker as `JOKER`, as
+    many as any one action uses): what a seat that discards now chooses to keep."""
+    out: Counter[int] = Counter()
+    for a in legal:
+        if a.kind in ("meld", "layoff"):
+            used = Counter(JOKER if a.jokers >> c & 1 else c for c in a.cards)
+            out |= used
     return out
 
 
