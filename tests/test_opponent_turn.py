@@ -15,7 +15,7 @@ import pytest
 from rummy500_env import Game, Rules
 from rummy500_env.agents import ExpertAgent, PolicySearchAgent
 from rummy500_env.agents.opponent_turn import OpponentTurn
-from rummy500_env.agents.psearch import PolicySearchError
+from rummy500_env.agents.psearch import PARTICLES, PolicySearchError
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.seat_view import SeatView
 
@@ -120,11 +120,14 @@ def test_a_view_of_another_hand_or_a_missed_turn_is_no_turn() -> None:
 
 def test_the_search_with_evidence_keeps_to_the_seat_view_and_replays() -> None:
     """With the other seat's last turns weighing its worlds, every world still shows the seat
-    exactly its view, most decisions after the first turn have evidence, and the same seed
-    plays the same hand."""
+    exactly its view, most decisions after the first turn have evidence, the worlds of one
+    decision hold at most `PARTICLES` other hands (drawn once) around stocks dealt afresh,
+    and the same seed plays the same hand."""
 
     def hand(seed: int) -> tuple[list[Action], int]:
-        agent = PolicySearchAgent(RULES, simulations=16, seed=seed, evidence=2, leaf="turn")
+        agent = PolicySearchAgent(
+            RULES, simulations=32, candidates=2, seed=seed, evidence=2, leaf="turn"
+        )
         expert = ExpertAgent(RULES)
         g = Game.new(RULES, seed=21)
         moves, weighed = [], 0
@@ -136,6 +139,11 @@ def test_the_search_with_evidence_keeps_to_the_seat_view_and_replays() -> None:
                 weighed += bool(agent.evidence_for(view))
                 for world in agent.last_worlds:
                     assert world.seat_view(0) == view
+                if agent.evidence_for(view) and agent.last_worlds:
+                    worlds = agent.last_worlds
+                    assert len({tuple(w.hand(1)) for w in worlds}) <= PARTICLES
+                    if len(worlds) > PARTICLES:
+                        assert len({tuple(w.stock_cards) for w in worlds}) > PARTICLES
             else:
                 action = expert.decide(view, g.legal_actions())
             moves.append(action)

@@ -60,7 +60,9 @@ world kept is weighed by the opponent model's odds of the moves the other seat m
 (what it discarded, whether it took the pile), the hand it held then rebuilt from the world's.
 Those odds are sharp: a few worlds of a pool take nearly all the weight (2.1 distinct hands
 in 8 worlds drawn), so each world drawn then takes `REJUVENATE_STEPS` Metropolis steps that
-swap one unknown card of the other hand for an unseen one (6.5 distinct in 8).
+swap one unknown card of the other hand for an unseen one (6.5 distinct in 8). That deal
+costs as much as several rollouts, so a decision draws `PARTICLES` hands this way once and
+deals each of its worlds around one of them in turn, the stock shuffled afresh.
 
 With the leaves that ask the network, every network call of a round is one batched forward
 over all its worlds and candidates (torch inference mode, on one thread: a search is one
@@ -182,6 +184,9 @@ RESAMPLE_POOL = 4
 """Worlds dealt for each world kept where worlds are resampled (whole-hand odds, evidence)."""
 REJUVENATE_STEPS = 8
 """Metropolis steps each world resampled by the evidence takes (`_rejuvenate`)."""
+PARTICLES = 8
+"""Hands of the other seat a decision with evidence draws from the evidence's odds, once:
+each of its worlds holds one of them in turn, the stock shuffled afresh."""
 WORLDS_A_BATCH = 8
 """Worlds evaluated in one batch under a time budget (the clock is read between batches)."""
 SAFETY = 0.9
@@ -776,6 +781,13 @@ class _Halving:
         root = agent.encoder.encode(first, view.seat)  # the same in every world
         self.weights, self.context = agent._deal_plan(view, root)
         self.spare = [first] if self.weights is None else []  # dealt, not yet searched
+        self.particles: list[tuple[Card, ...]] = []
+        if evidence:  # the evidence's deal is costly: once a decision (`deal`)
+            self.other = evidence[-1].other
+            self.unseen = view.unseen()
+            worlds = agent._resample(view, self.weights, self.context, evidence, PARTICLES)
+            self.particles = [tuple(w.hand(self.other)) for w in worlds]
+        self.dealt = 0
         self.ids = [agent.codec.encode(view, a) for a in legal]
         raw, root_value = agent._forward(root[None])
         self.root_value = float(root_value[0])
@@ -810,16 +822,28 @@ class _Halving:
         return max(1, left // ((self.rounds - self.round) * len(self.alive)))
 
     def deal(self, agent: PolicySearchAgent, n: int) -> list[Game]:
-        """n fresh worlds (the one the root was encoded from first; with whole-hand odds or
-        evidence, n kept of `RESAMPLE_POOL` n dealt)."""
-        if self.context is not None or self.evidence:
-            worlds = agent._resample(self.view, self.weights, self.context, self.evidence, n)
+        """n fresh worlds (the one the root was encoded from first; with evidence, each
+        holding the next of the decision's `particles` in turn; with whole-hand odds, n kept
+        of `RESAMPLE_POOL` n dealt)."""
+        if self.particles:
+            worlds = [
+                agent._world_holding(
+                    self.view,
+                    self.other,
+                    self.particles[(self.dealt + i) % len(self.particles)],
+                    self.unseen,
+                )
+                for i in range(n)
+            ]
+        elif self.context is not None:
+            worlds = agent._resample(self.view, self.weights, self.context, (), n)
         else:
             worlds = [
                 self.spare.pop() if self.spare else agent._world(self.view, self.weights)
                 for _ in range(n)
             ]
         agent.last_worlds += [w.copy() for w in worlds]
+        self.dealt += n
         return worlds
 
     def children(self, agent: PolicySearchAgent, worlds: list[Game]) -> _Children:
