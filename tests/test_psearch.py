@@ -299,6 +299,18 @@ def test_spec_builds_the_agent_with_its_budget() -> None:
     assert make_agent("psearch:12", RULES, seed=3).simulations == 12  # type: ignore[attr-defined]
 
 
+def test_the_spec_plays_the_strongest_measured_setting() -> None:
+    """``psearch`` is `PolicySearchAgent.for_play`: the top two moves by prior, no Gumbel
+    noise, rollouts, worlds weighed by the other seat's last two turns (module docstring);
+    the constructor keeps the paper's defaults for labelling."""
+    agent = make_agent("psearch:50ms", RULES, seed=3)
+    assert isinstance(agent, PolicySearchAgent)
+    played = (agent.candidates, agent.leaf, agent.gumbel, agent.evidence)
+    assert played == (2, "rollout", False, 2)
+    plain = PolicySearchAgent(RULES, ms=50)
+    assert (plain.candidates, plain.leaf, plain.gumbel, plain.evidence) == (8, "playout", True, 0)
+
+
 @pytest.mark.parametrize(
     ("spec", "words"),
     [

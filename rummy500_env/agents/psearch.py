@@ -127,11 +127,13 @@ the one step of improvement, hold the ``table`` leaf back. With the hand belief'
 ``rollout`` leaf is level with the policy at 200 ms (+2.2, −3.9 to +8.2, 400 hands): the
 deal is what holds the search back. Weighed by the other seat's last two turns
 (``evidence=2``, with the Metropolis steps), the same search is +4.7 (−1.0 to +10.4) over
-400 hands, and with the top four candidates (m = 4) +6.4 (+0.5 to +12.3), the first lead
-over the policy whose interval clears zero (at 50 ms the deal's cost leaves too few rollouts:
-−7.8, −14.5 to −1.2; at 1 s +21.4, +6.3 to +36.4, over only 60 hands); resampled without
-the steps, +1.0 (−5.2 to
-+7.2) (docs/training.md, "The other seat's moves").
+400 hands, and with the top four candidates (m = 4) +6.4 (+0.5 to +12.3). With the deal paid
+once a decision (`PARTICLES`) and the top two candidates, each valued in twice the worlds
+(``benchmarks/psearch_regret.py`` picked m = 2 position by position), it is **+18.8** a hand
+(+13.2 to +24.3) over 400 hands at 200 ms; at 50 ms the deal's cost leaves too few rollouts
+(−10.1, −16.0 to −4.2); at 1 s +23.3 (+8.5 to +38.1, 80 hands) (docs/training.md, "Two
+candidates, the deal paid once"). `PolicySearchAgent.for_play` builds that setting, which the
+``psearch`` spec plays.
 
 SPARTA's rule does not rescue the ``value`` leaf: at 200 CPU ms a decision, m = 4, δ = 0
 (``python benchmarks/psearch_leaf.py --ms 200 --leaf value --candidates 4 --deviate 0 --deals
@@ -333,6 +335,31 @@ class PolicySearchAgent(Bot):
         """Simulations of the last decision (for tests and benchmarks)."""
         self.last_worlds: list[Game] = []
         """The worlds the last decision sampled, as dealt (for tests)."""
+
+    @classmethod
+    def for_play(
+        cls,
+        rules: Rules | str | dict[str, Any] = "standard",
+        policy: Any = None,
+        ms: float | None = None,
+        simulations: int | None = None,
+        seed: int | None = None,
+    ) -> PolicySearchAgent:
+        """The search as the ``psearch`` agent spec plays it: the strongest setting measured
+        (module docstring): the policy's top two moves by prior, no Gumbel noise, each valued
+        by the policy playing the hand out in worlds weighed by the other seat's last two
+        turns. The constructor's defaults are the paper's, for labelling (`training.exit`)."""
+        return cls(
+            rules,
+            policy,
+            ms=ms,
+            simulations=simulations,
+            candidates=2,
+            leaf="rollout",
+            gumbel=False,
+            seed=seed,
+            evidence=2,
+        )
 
     # --- the decision ----------------------------------------------------------------------
 

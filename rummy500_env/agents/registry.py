@@ -8,7 +8,8 @@ A spec is one of
 * ``psearch`` (200 ms a decision), ``psearch:200ms`` (milliseconds a decision) or
   ``psearch:64`` (simulations a decision), optionally followed by ``:PATH_OR_NAME``, the policy
   it searches with (``psearch:200ms:standard``; by default the shipped policy made for the
-  table, as ``model`` picks it): `rummy500_env.agents.psearch`, a policy-guided search;
+  table, as ``model`` picks it): `rummy500_env.agents.psearch`, a policy-guided search, in
+  the setting that plays strongest (`PolicySearchAgent.for_play`);
 * ``ismcts`` (100 simulations a decision) or ``ismcts:200`` (simulations a decision):
   OpenSpiel's IS-MCTS bot on the OpenSpiel game (`rummy500_env.agents.ismcts`; needs the
   ``openspiel`` extra);
@@ -142,7 +143,7 @@ def _build_psearch(s: AgentSpec, rules: Rules, seed: int) -> Agent:
     from rummy500_env.agents.psearch import PolicySearchAgent  # torch: only when named
 
     ms = None if s.ms is None else float(s.ms)
-    return PolicySearchAgent(rules, s.path, ms=ms, simulations=s.simulations, seed=seed)
+    return PolicySearchAgent.for_play(rules, s.path, ms=ms, simulations=s.simulations, seed=seed)
 
 
 def _ismcts_spec(spec: str, rest: str | None) -> AgentSpec:
