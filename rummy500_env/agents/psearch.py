@@ -130,9 +130,10 @@ deal is what holds the search back. Weighed by the other seat's last two turns
 400 hands, and with the top four candidates (m = 4) +6.4 (+0.5 to +12.3). With the deal paid
 once a decision (`PARTICLES`) and the top two candidates, each valued in twice the worlds
 (``benchmarks/psearch_regret.py`` picked m = 2 position by position), it is **+18.8** a hand
-(+13.2 to +24.3) over 400 hands at 200 ms; at 50 ms the deal's cost leaves too few rollouts
-(−10.1, −16.0 to −4.2); at 1 s +23.3 (+8.5 to +38.1, 80 hands) (docs/training.md, "Two
-candidates, the deal paid once"). `PolicySearchAgent.for_play` builds that setting, which the
+(+13.2 to +24.3) over 400 hands at 200 ms (seed 1: +7.8, +0.2 to +15.4, 200 hands; about
++15 over the 600); at 50 ms the deal's cost leaves too few rollouts (−10.1, −16.0 to −4.2);
+at 1 s +23.3 (+8.5 to +38.1, 80 hands) (docs/training.md, "Two candidates, the deal paid
+once"). `PolicySearchAgent.for_play` builds that setting, which the
 ``psearch`` spec plays.
 
 SPARTA's rule does not rescue the ``value`` leaf: at 200 CPU ms a decision, m = 4, δ = 0
