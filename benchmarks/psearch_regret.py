@@ -48,8 +48,17 @@ from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
 from rummy500_env.training.stats import mean_ci
 
-KEYS = {"m": int, "ms": float, "evidence": int, "c": float, "leaf": str, "gumbel": int}
-KEYS |= {"deviate": float, "steps": int}
+KEYS: dict[str, type] = {
+    "m": int,
+    "ms": float,
+    "evidence": int,
+    "c": float,
+    "leaf": str,
+    "gumbel": int,
+    "deviate": float,
+    "steps": int,
+}
+"""A setting's keys and the type of each value."""
 EVIDENCE_KEPT = 4
 """Turns of evidence kept with each position (a setting reads its last ``evidence``)."""
 
