@@ -804,7 +804,6 @@ class _Halving:
         evidence: Sequence[OpponentTurn] = (),
     ) -> None:
         self.view, self.legal, self.c_scale = view, legal, agent.c_scale
-        self.evidence = evidence
         first = agent._world(view)
         root = agent.encoder.encode(first, view.seat)  # the same in every world
         self.weights, self.context = agent._deal_plan(view, root)
