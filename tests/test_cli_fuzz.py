@@ -470,6 +470,8 @@ SEARCHED = {  # training.exit's own fields (it keeps its starting policy's netwo
     "--simulations": values("4", "0", "-1"),
     "--candidates": values("2", "0"),
     "--leaf": values("value", "playout", "oracle"),
+    "--gumbel": SWITCH,
+    "--evidence": values("2", "0", "-1"),
     "--workers": values("1", "2", "0"),
     "--value-mix": values("0.5", "1.5", "nan"),
     "--replay-rounds": values("1", "0"),

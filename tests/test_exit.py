@@ -66,6 +66,51 @@ def test_labels_are_the_searchs_improved_policy_over_legal_actions(tiny_policy: 
         assert np.array_equal(labels[k], again[k]), f"{k} differs on the same seed"
 
 
+@pytest.mark.parametrize("evidence", [0, 2])
+def test_labelling_weighs_worlds_by_the_other_seats_turns_it_saw(
+    tiny_policy: Path, monkeypatch: pytest.MonkeyPatch, evidence: int
+) -> None:
+    """With ``evidence``, each search is given the other seat's last turns as its seat saw
+    them, forced moves included: the last ends in the turn searched, and after the first
+    turns most positions have some; without it, none (and the labels replay by seed)."""
+    from rummy500_env.agents.psearch import PolicySearchAgent
+
+    given: list[tuple[object, list[object]]] = []
+    analyse_many = PolicySearchAgent.analyse_many
+
+    def spy(self: PolicySearchAgent, positions: list, evidence: list) -> list:  # type: ignore[type-arg]
+        given.extend(
+            (view, list(turns)) for (view, _), turns in zip(positions, evidence, strict=True)
+        )
+        return analyse_many(self, positions, evidence)
+
+    monkeypatch.setattr(PolicySearchAgent, "analyse_many", spy)
+    task = LabelTask(
+        "standard",
+        tiny_policy.read_bytes(),
+        4,
+        2,
+        "turn",
+        7,
+        30,
+        gumbel=False,
+        evidence=evidence,
+    )
+    labels = label_hands(task)
+    weighed = [(view, turns) for view, turns in given if turns]
+    if not evidence:
+        assert not weighed
+        return
+    assert len(weighed) > len(given) / 4
+    assert max(len(turns) for _, turns in weighed) == evidence
+    for view, turns in weighed:
+        last = turns[-1].now  # the seat's draw this turn, before any decision after it
+        assert (last.seat, last.turns, last.totals) == (view.seat, view.turns, view.totals)
+    given.clear()
+    again = label_hands(task)
+    assert all(np.array_equal(labels[k], again[k]) for k in labels)
+
+
 def test_without_a_scale_the_labels_are_the_networks_own_policy(tiny_policy: Path) -> None:
     """c_scale 0: the values move nothing, so the improved policy is the prior; a positive
     scale moves it (the knob that keeps a few noisy simulations from writing confident

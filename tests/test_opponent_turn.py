@@ -190,7 +190,7 @@ def test_metropolis_steps_turn_copies_of_a_few_worlds_into_many(monkeypatch: Any
         agent = PolicySearchAgent(RULES, simulations=8, seed=1, evidence=2)
         counts = []
         for seen in list(turns(range(2)))[:12]:
-            agent._turns, view = [seen.turn], seen.turn.now
+            agent.witness.turns, view = [seen.turn], seen.turn.now
             worlds = agent.deal_worlds(view, 8)
             assert all(w.seat_view(0) == view for w in worlds)
             counts.append(len({tuple(w.hand(1)) for w in worlds}))

@@ -156,3 +156,40 @@ class OpponentTurn:
             turns=self.before.turns + 1,
         )
         return [(at_discard, Action("discard", (self.discard,))), (at_draw, self.draw)], start
+
+
+class TurnWitness:
+    """What one seat has seen of the other seat's turns: the last `keep` of them, each right
+    after the one before (`OpponentTurn.follows`). The seat's every decision passes through
+    it (`see` the view, then `did` the move), forced ones too: a turn is read between the
+    seat's discard and its next draw."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.turns: list[OpponentTurn] = []  # oldest first
+        self.last: tuple[SeatView, Action] | None = None  # the seat's last decision
+
+    def see(self, view: SeatView) -> None:
+        """Keep the other seat's turn since the seat's last decision, if it is one, after the
+        turns it follows; a gap starts the chain again."""
+        if not self.keep or self.last is None:
+            return
+        last = self.last[0]
+        if not same_hand(last, view) or view.turns < last.turns:  # another hand or game
+            self.turns = []
+        turn = OpponentTurn.between(*self.last, view)
+        if turn is not None:
+            chain = self.turns if self.turns and turn.follows(self.turns[-1]) else []
+            self.turns = [*chain, turn][-self.keep :]
+
+    def did(self, view: SeatView, action: Action) -> None:
+        """The seat's move in `view` (after `see(view)`)."""
+        self.last = (view, action)
+
+    def turns_for(self, view: SeatView) -> list[OpponentTurn]:
+        """The turns that weigh a decision in `view` (oldest first): those kept, if the last
+        ended right before this turn of the seat."""
+        last = self.turns[-1].now if self.turns else None
+        if last is not None and same_hand(last, view) and last.turns == view.turns:
+            return self.turns
+        return []

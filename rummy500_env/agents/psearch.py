@@ -162,7 +162,7 @@ from typing import Any
 import numpy as np
 
 from rummy500_env.agents.bot import Bot
-from rummy500_env.agents.opponent_turn import OpponentTurn, same_hand
+from rummy500_env.agents.opponent_turn import OpponentTurn, TurnWitness
 from rummy500_env.agents.playout import play_out
 from rummy500_env.engine.cards import Card
 from rummy500_env.engine.errors import Rummy500Error
@@ -256,8 +256,8 @@ class PolicySearchAgent(Bot):
         belief: a hand belief (`HandBelief`, `HandOdds` or its file) to deal the worlds
             by; None: uniformly.
         evidence: K, the other seat's last turns (at most K) whose moves weigh the worlds
-            (module docstring; two players, no jokers or calls); 0: none. Read by `decide`
-            only (the agent follows its seat's decisions; `analyse` is for one position).
+            (module docstring; two players, no jokers or calls); 0: none. `decide` follows
+            its seat's decisions for them; `analyse_many` is given each position's.
     """
 
     def __init__(
@@ -328,8 +328,7 @@ class PolicySearchAgent(Bot):
         self.odds: Any = deal if hasattr(deal, "score") else None  # a HandOdds
         self.belief: Any = deal if self.odds is None else self.odds.belief
         self.evidence = evidence
-        self._turns: list[OpponentTurn] = []  # the other seat's last turns, oldest first
-        self._last: tuple[SeatView, Action] | None = None  # this seat's last decision
+        self.witness = TurnWitness(evidence)  # the other seat's last turns, for `decide`
         self.rng = random.Random(seed)
         self.clock = clock
         self.last_simulations = 0
@@ -366,7 +365,7 @@ class PolicySearchAgent(Bot):
 
     def decide(self, view: SeatView, legal: Sequence[Action]) -> Action:
         start = self.clock()
-        self._witness(view)
+        self.witness.see(view)
         ordered = self.ordered(view, legal)
         self.last_simulations = 0
         self.last_worlds = []
@@ -375,35 +374,19 @@ class PolicySearchAgent(Bot):
         else:
             with _one_torch_thread():
                 action = self._search(view, ordered, start, self.evidence_for(view)).action
-        self._last = (view, action)
+        self.witness.did(view, action)
         return action
 
     def follow(self, view: SeatView, action: Action) -> None:
         """What `decide` remembers of a decision, for a seat the agent watches without
         deciding for it (benchmarks/belief_hits.py): `view` and the move made there."""
-        self._witness(view)
-        self._last = (view, action)
-
-    def _witness(self, view: SeatView) -> None:
-        """Keep the other seat's turn since this seat's last decision, if it is one
-        (`OpponentTurn.between`), after the turns it follows; a gap starts the chain again."""
-        if not self.evidence or self._last is None:
-            return
-        last = self._last[0]
-        if not same_hand(last, view) or view.turns < last.turns:  # another hand or game
-            self._turns = []
-        turn = OpponentTurn.between(*self._last, view)
-        if turn is not None:
-            chain = self._turns if self._turns and turn.follows(self._turns[-1]) else []
-            self._turns = [*chain, turn][-self.evidence :]
+        self.witness.see(view)
+        self.witness.did(view, action)
 
     def evidence_for(self, view: SeatView) -> list[OpponentTurn]:
         """The other seat's turns that weigh the worlds of a decision in `view` (oldest
         first): those kept, if the last ended right before this turn of the seat."""
-        last = self._turns[-1].now if self._turns else None
-        if last is not None and same_hand(last, view) and last.turns == view.turns:
-            return self._turns
-        return []
+        return self.witness.turns_for(view)
 
     def analyse(self, view: SeatView, legal: Sequence[Action]) -> SearchResult:
         """The search's choice with its improved policy and value (for labelling positions,
@@ -416,19 +399,33 @@ class PolicySearchAgent(Bot):
             return self._search(view, ordered, start)
 
     def analyse_many(
-        self, positions: Sequence[tuple[SeatView, Sequence[Action]]]
+        self,
+        positions: Sequence[tuple[SeatView, Sequence[Action]]],
+        evidence: Sequence[Sequence[OpponentTurn]] | None = None,
     ) -> list[SearchResult]:
         """`analyse` for several positions at once, their searches in lockstep: each halving
         round's simulations of every position are valued together, so the network sees one
         large batch where one search gives it a few games (a simulation budget only: with a
-        time budget each search needs its own clock). Expert iteration labels this way."""
+        time budget each search needs its own clock). Expert iteration labels this way.
+        `evidence`: each position's turns of the other seat that weigh its worlds (a
+        `TurnWitness` of its seat keeps them), where the agent has ``evidence``."""
         budget = self.simulations
         if budget is None:
             raise PolicySearchError("analyse_many searches on a simulation budget, not in ms")
+        if evidence is None or not self.evidence:
+            evidence = [()] * len(positions)
+        if len(evidence) != len(positions):
+            raise PolicySearchError(
+                f"evidence is given for {len(evidence)} positions, not the {len(positions)} "
+                "searched: one sequence of turns a position (empty where there are none)"
+            )
         self.last_simulations = 0
         self.last_worlds = []
         with _one_torch_thread():
-            roots = [_Halving(self, view, self.ordered(view, legal)) for view, legal in positions]
+            roots = [
+                _Halving(self, view, self.ordered(view, legal), turns[-self.evidence :])
+                for (view, legal), turns in zip(positions, evidence, strict=True)
+            ]
             while batch := [(h, n) for h in roots if (n := h.planned(budget))]:
                 children = [h.children(self, h.deal(self, n)) for h, n in batch]
                 values = self._leaf_values(

@@ -46,13 +46,16 @@ import torch
 import torch.nn as nn
 
 from rummy500_env.agents.networks import CardPolicy
+from rummy500_env.agents.opponent_turn import OpponentTurn, TurnWitness
 from rummy500_env.agents.policy import PolicyAgent
 from rummy500_env.agents.policy_file import load_policy_file
 from rummy500_env.agents.psearch import LEAVES, PolicySearchAgent, hand_value
 from rummy500_env.agents.shipped import policy_path, shipped_for
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.game import Game
+from rummy500_env.engine.notation import Action
 from rummy500_env.engine.rules import Rules
+from rummy500_env.engine.seat_view import SeatView
 from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
 from rummy500_env.training.common import (
@@ -104,6 +107,11 @@ class Args(TrainArgs):
     """σ's scale in the search (`PolicySearchAgent`): how far the improved policy moves from
     the prior for a given difference of values. The values of a few simulations are noisy; a
     large scale turns that noise into confident targets."""
+    gumbel: bool = True
+    """Gumbel noise at the root (the paper's); False: the top ``candidates`` by prior."""
+    evidence: int = 0
+    """The other seat's last turns (at most this many) whose moves weigh the search's worlds
+    (`PolicySearchAgent`, two players without jokers or calls; elsewhere none are read)."""
     hands_at_once: int = 16
     """Self-play hands a worker plays side by side, their searches in lockstep: the network
     values all their simulations in one batch, which costs little more than one search's."""
@@ -166,6 +174,7 @@ class Args(TrainArgs):
             "threads",
             "hands_at_once",
         )
+        require(self, self.evidence >= 0, "evidence", "use a whole number of turns >= 0")
         require(self, self.leaf in LEAVES, "leaf", f"use one of {LEAVES}")
         require(self, self.c_scale >= 0, "c_scale", "use a number >= 0")
         require(self, self.start_hands >= 0, "start_hands", "use a whole number >= 0")
@@ -221,6 +230,8 @@ class LabelTask:
     labels: int
     c_scale: float = 1.0
     hands_at_once: int = 16
+    gumbel: bool = True
+    evidence: int = 0
 
 
 def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
@@ -242,6 +253,8 @@ def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
         candidates=task.candidates,
         leaf=task.leaf,
         c_scale=task.c_scale,
+        gumbel=task.gumbel,
+        evidence=task.evidence,
         seed=task.seed,
     )
     encoder, codec = ObservationEncoder(rules), ActionCodec(rules)
@@ -253,12 +266,13 @@ def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
         per_hand = len(rows["obs"]) / hands if hands else LABELS_A_HAND
         under_way = sum(max(len(h.rows["obs"]), per_hand) for h in playing)
         while len(playing) < task.hands_at_once and len(rows["obs"]) + under_way < task.labels:
-            playing.append(_Hand(Game.new(rules, seed=deals.getrandbits(63))))
+            playing.append(_Hand(Game.new(rules, seed=deals.getrandbits(63)), task.evidence))
             under_way += per_hand
         if not playing:
             break
-        for hand in playing:  # forced moves are not searched
+        for hand in playing:  # forced moves are not searched (their seat sees them)
             while not hand.game.is_hand_over and len(legal := hand.game.legal_actions()) == 1:
+                hand.saw(hand.game.current_player, legal[0])
                 hand.game.apply(legal[0])
         for hand in [h for h in playing if h.game.is_hand_over]:
             hand.rows["outcome"] = [hand_value(hand.game, seat) for seat in hand.seats]
@@ -269,8 +283,12 @@ def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
         if not playing:
             continue  # more hands, if more labels are wanted
         views = [(h.game.seat_view(h.game.current_player), h.game.legal_actions()) for h in playing]
-        for hand, result in zip(playing, search.analyse_many(views), strict=True):
+        evidence = [h.evidence(view) for h, (view, _) in zip(playing, views, strict=True)]
+        for hand, (view, _), result in zip(
+            playing, views, search.analyse_many(views, evidence), strict=True
+        ):
             game, seat = hand.game, hand.game.current_player
+            hand.witnesses[seat].did(view, result.action)
             target = np.zeros(codec.size, dtype=np.float32)
             target[result.ids] = result.improved
             hand.rows["obs"].append(encoder.encode(game, seat))
@@ -289,13 +307,28 @@ def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
 
 
 class _Hand:
-    """A self-play hand being labelled: the game, the seat of each labelled decision, and the
-    labels so far (the outcomes once the hand ends)."""
+    """A self-play hand being labelled: the game, the seat of each labelled decision, the
+    labels so far (the outcomes once the hand ends), and what each seat saw of the other's
+    turns (the search's evidence, `keep` turns; 0: none)."""
 
-    def __init__(self, game: Game) -> None:
+    def __init__(self, game: Game, keep: int = 0) -> None:
         self.game = game
         self.seats: list[int] = []
         self.rows: dict[str, list[Any]] = {k: [] for k in FIELDS}
+        self.witnesses = [TurnWitness(keep) for _ in range(game.rules.players)]
+
+    def evidence(self, view: SeatView) -> list[OpponentTurn]:
+        """The turns that weigh the search of the seat to move, in its `view`."""
+        witness = self.witnesses[view.seat]
+        witness.see(view)
+        return witness.turns_for(view)
+
+    def saw(self, seat: int, action: Action) -> None:
+        """The seat to move makes its only legal move, `action`: its witness sees it."""
+        if self.witnesses[seat].keep:
+            view = self.game.seat_view(seat)
+            self.witnesses[seat].see(view)
+            self.witnesses[seat].did(view, action)
 
 
 LabelWork = Callable[[LabelTask], dict[str, np.ndarray]]
@@ -421,7 +454,17 @@ def round_tasks(args: Args, policy: bytes, round_index: int) -> list[LabelTask]:
     base = (args.seed * 1_000_003 + round_index) * n
     search = (args.simulations, args.candidates, args.leaf)
     return [
-        LabelTask(args.rules, policy, *search, base + w, share, args.c_scale, args.hands_at_once)
+        LabelTask(
+            args.rules,
+            policy,
+            *search,
+            base + w,
+            share,
+            args.c_scale,
+            args.hands_at_once,
+            args.gumbel,
+            args.evidence,
+        )
         for w in range(n)
     ]
 
