@@ -136,6 +136,9 @@ def test_lockstep_searches_are_the_searches_one_at_a_time(positions: list[Game],
     assert agent.last_simulations == sum(int(r.visits.sum()) for r in results)
     with pytest.raises(PolicySearchError, match="simulation budget"):
         search(simulations=None, ms=5.0).analyse_many([])
+    with pytest.raises(PolicySearchError, match="evidence is given for 1 positions, not the 2"):
+        two = [(g.seat_view(g.current_player), g.legal_actions()) for g in some[:2]]
+        PolicySearchAgent(RULES, simulations=8, evidence=2).analyse_many(two, [()])
 
 
 def test_a_single_legal_action_costs_nothing() -> None:

@@ -288,7 +288,7 @@ def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
             playing, views, search.analyse_many(views, evidence), strict=True
         ):
             game, seat = hand.game, hand.game.current_player
-            hand.witnesses[seat].did(view, result.action)
+            hand.witnesses[seat].did(view, result.action)  # after `evidence` saw `view`
             target = np.zeros(codec.size, dtype=np.float32)
             target[result.ids] = result.improved
             hand.rows["obs"].append(encoder.encode(game, seat))
