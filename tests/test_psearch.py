@@ -136,8 +136,8 @@ def test_lockstep_searches_are_the_searches_one_at_a_time(positions: list[Game],
     assert agent.last_simulations == sum(int(r.visits.sum()) for r in results)
     with pytest.raises(PolicySearchError, match="simulation budget"):
         search(simulations=None, ms=5.0).analyse_many([])
+    two = [(g.seat_view(g.current_player), g.legal_actions()) for g in some[:2]]
     with pytest.raises(PolicySearchError, match="evidence is given for 1 positions, not the 2"):
-        two = [(g.seat_view(g.current_player), g.legal_actions()) for g in some[:2]]
         PolicySearchAgent(RULES, simulations=8, evidence=2).analyse_many(two, [()])
 
 
@@ -305,7 +305,7 @@ def test_spec_builds_the_agent_with_its_budget() -> None:
 def test_the_spec_plays_the_strongest_measured_setting() -> None:
     """``psearch`` is `PolicySearchAgent.for_play`: the top two moves by prior, no Gumbel
     noise, rollouts, worlds weighed by the other seat's last two turns (module docstring);
-    the constructor keeps the paper's defaults for labelling."""
+    the constructor keeps the paper's defaults."""
     agent = make_agent("psearch:50ms", RULES, seed=3)
     assert isinstance(agent, PolicySearchAgent)
     played = (agent.candidates, agent.leaf, agent.gumbel, agent.evidence)

@@ -348,7 +348,8 @@ class PolicySearchAgent(Bot):
         """The search as the ``psearch`` agent spec plays it: the strongest setting measured
         (module docstring): the policy's top two moves by prior, no Gumbel noise, each valued
         by the policy playing the hand out in worlds weighed by the other seat's last two
-        turns. The constructor's defaults are the paper's, for labelling (`training.exit`)."""
+        turns (also what the packaged ``exit`` config labels with). The constructor's
+        defaults are the paper's."""
         return cls(
             rules,
             policy,
