@@ -150,9 +150,13 @@ def test_a_run_labels_learns_resumes_and_exports(tiny_policy: Path, tmp_path: Pa
     assert margins[0] == "labels,hands,margin,low,high" and len(margins) == 2
     assert margins[1].split(",")[:2] == [str(state["timesteps"]), "2"]
     first = state["timesteps"]  # whole hands are labelled: a round may pass its share
-    assert main(["--resume", str(run), "--total-timesteps", str(first + 1)]) == 0
+    resume = ["--resume", str(run), "--total-timesteps", str(first + 1), "--learning-rate", "3e-4"]
+    assert main(resume) == 0
     state = json.loads((run / "state.json").read_text())
     assert state["rounds"] == 2 and state["timesteps"] > first
+    newest = max((run / "checkpoints").glob("*.pt"), key=lambda p: p.stat().st_mtime_ns)
+    optimizer = torch.load(newest, weights_only=True)["optimizer"]
+    assert {g["lr"] for g in optimizer["param_groups"]} == {3e-4}, "the rate given on resume"
     assert len(list((run / "labels").glob("round_*.npz"))) == 2
     meta = PolicyAgent.load(run / "policy.pt").metadata
     assert meta["training"]["trainer"] == "exit" and meta["network"] == SPEC

@@ -487,6 +487,8 @@ class Trainer:
         self.labels_dir.mkdir(exist_ok=True)
         if resume:
             self.state = load_checkpoint(self.run.path, self.network, self.optimizer, args)
+            for group in self.optimizer.param_groups:  # the checkpoint's rate; a resume may
+                group["lr"] = args.learning_rate  # change it (`check_resume`)
             print(f"resumed from {self.state['checkpoint']} at {self.state['timesteps']} labels")
             for f in self.labels_dir.glob("round_*.npz"):  # rounds after the checkpoint:
                 if int(f.stem.split("_")[1]) >= self.state["rounds"]:  # labelled again
