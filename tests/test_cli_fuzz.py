@@ -384,6 +384,7 @@ EVALUATE_FLAGS = flags(
         "--seed": values("0", "3"),
         "--out": values(PATHS["folder"], PATHS["file"], PATHS["missing"]),
         "--record": values(PATHS["folder"], PATHS["file"]),
+        "--resume": SWITCH,
         "--address": values("auto", ""),
     }
 )

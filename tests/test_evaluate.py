@@ -221,3 +221,32 @@ def test_games_played_in_this_process_use_one_torch_thread_and_restore_the_count
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_stopped_tournament_resumes_with_only_the_games_it_lacks(tmp_path, monkeypatch, capsys):
+    """The CLI writes each game to games.jsonl as it ends; ``--resume`` keeps them (a torn
+    last line is played again) and plays only the rest, giving the whole run's results."""
+    from rummy500_env.training import tournament
+
+    argv = ["greedy", "random", "expert", "--games", "4", "--workers", "1", "--episode", "hand"]
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    assert main([*argv, "--seed", "2", "--out", str(whole)]) == 0
+    lines = (whole / "games.jsonl").read_text().splitlines()
+    assert len(lines) == 1 + 12 and json.loads(lines[0])["tournament"]["games"] == 4
+    stopped.mkdir()  # as if stopped during the sixth game's line
+    (stopped / "games.jsonl").write_text("\n".join(lines[:6]) + "\n" + lines[6][:20])
+    played: list[object] = []
+    real = tournament.play_task
+    monkeypatch.setattr(tournament, "play_task", lambda w: played.append(w) or real(w))
+    assert main([*argv, "--seed", "2", "--out", str(stopped), "--resume"]) == 0
+    assert len(played) == 12 - 5
+    results = [json.loads((d / "results.json").read_text()) for d in (whole, stopped)]
+    assert results[0]["games"] == results[1]["games"] and results[0]["elo"] == results[1]["elo"]
+    assert len((stopped / "games.jsonl").read_text().splitlines()) == 13
+    capsys.readouterr()
+
+    assert main([*argv, "--seed", "3", "--out", str(stopped), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --resume:") and "differs in: seed" in err
+    assert main([*argv, "--out", str(tmp_path / "none"), "--resume"]) == 2
+    assert "no games.jsonl" in capsys.readouterr().err

@@ -14,7 +14,9 @@ Ray tasks on a local Ray instance or a cluster (``--address``), with the same re
 prints a table (games, wins, win rate with a 95% Wilson interval, mean points per hand, mean
 final margin with its 95% interval) and Elo ratings fitted by maximum likelihood
 (Bradley-Terry) with 95% intervals, and writes ``results.json``, ``pairs.csv`` and
-``ratings.png`` to --out.
+``ratings.png`` to --out. Each game is also written to ``games.jsonl`` there as it ends: a
+stopped tournament goes on with ``--resume`` (the same agents and flags), playing only the
+games it lacks.
 """
 
 from __future__ import annotations
@@ -71,7 +73,17 @@ def parse_args(argv: list[str] | None = None) -> Config:
     )
     ap.add_argument("--workers", type=int_option("workers"), default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int_option("seed"), default=0)
-    ap.add_argument("--out", default="runs/evaluate", help="folder for JSON, CSV and PNG")
+    ap.add_argument(
+        "--out",
+        default="runs/evaluate",
+        help="folder for JSON, CSV and PNG, and games.jsonl: each game as it ends",
+    )
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the stopped tournament in --out: keep the games its games.jsonl holds "
+        "and play the rest (give the same agents and flags)",
+    )
     ap.add_argument(
         "--record",
         default=None,
@@ -121,6 +133,8 @@ def parse_args(argv: list[str] | None = None) -> Config:
         address=a.address,
         record=a.record,
         field=a.field,
+        journal=True,
+        resume=a.resume,
     )
     rules = cfg.game_rules()  # a RulesError now, not in a worker
     cfg.specs = [resolve_spec(s, rules) for s in cfg.specs]  # "model": the shipped policy's name
@@ -135,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     t0 = time.time()
-    summary = run(cfg)
+    try:
+        summary = run(cfg)
+    except EvaluateError as e:  # a --resume whose journal is missing or another tournament's
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     summary["wall_s"] = time.time() - t0
     print_table(summary)
     write_outputs(summary, Path(cfg.out))

@@ -12,19 +12,22 @@ cluster. Used by the ``training.evaluate`` command and by training's evaluations
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
+import json
 import math
 import multiprocessing as mp
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rummy500_env import __version__
 from rummy500_env.agents.registry import make_agent, parse_spec
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import Rules
@@ -78,6 +81,12 @@ class Config:
     field: bool = False
     """One against the field: the first agent in one seat, the other agent of the pair in every
     other seat; the pairs are the first agent with each other one (`pairs_of`)."""
+    journal: bool = False
+    """Append each game to ``out/games.jsonl`` as it ends (`Journal`), so that an interrupted
+    tournament can be resumed."""
+    resume: bool = False
+    """Keep the games ``out/games.jsonl`` holds and play only the rest; the journal must be of
+    this tournament (`Journal.identity`). Implies `journal`."""
 
     def game_rules(self) -> Rules:
         return Rules.parse(self.rules, players=self.players)
@@ -282,30 +291,121 @@ def torch_threads(n: int, specs: list[str]) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+class Journal:
+    """``games.jsonl`` in a tournament's folder: a first line naming the tournament
+    (`identity`), then one line per game as it ends. A tournament of hours (searches at a
+    second a decision) that is stopped keeps its games: ``--resume`` plays only the rest.
+    Every game's seeds come from its deal and seating, so the resumed tournament's games are
+    those the whole one would have played (a time-budgeted search's, as ever, up to its
+    speed)."""
+
+    NAME = "games.jsonl"
+
+    def __init__(self, cfg: Config) -> None:
+        self.path = Path(cfg.out) / self.NAME
+        self.identity = self.identity_of(cfg)
+        self.kept = self._read() if cfg.resume else []
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "w") as f:  # rewritten whole: a torn last line is dropped
+            for line in [{"tournament": self.identity}, *map(asdict, self.kept)]:
+                f.write(json.dumps(line) + "\n")
+
+    @staticmethod
+    def identity_of(cfg: Config) -> dict[str, Any]:
+        """What decides a tournament's games: the agents (with a digest of each policy file
+        one names), games, rules, episode, seed, field, and the package's version (which the
+        shipped policies are part of)."""
+        files = {}
+        for spec in cfg.specs:
+            path = parse_spec(spec).path
+            if path is not None and Path(path).is_file():
+                files[spec] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        return {
+            "specs": cfg.specs,
+            "games": cfg.games,
+            "rules": cfg.game_rules().to_dict(),
+            "episode": cfg.episode,
+            "seed": cfg.seed,
+            "field": cfg.field,
+            "policy_files": files,
+            "version": __version__,
+        }
+
+    def _read(self) -> list[GameRecord]:
+        if not self.path.is_file():
+            raise EvaluateError(
+                f"--resume: no {self.NAME} in {str(self.path.parent)!r}, so nothing to resume: "
+                "give the --out of the stopped tournament, or drop --resume to start one"
+            )
+        lines = self.path.read_text().splitlines()
+        try:
+            theirs = json.loads(lines[0])["tournament"] if lines else None
+        except (ValueError, TypeError, KeyError):
+            theirs = None
+        if theirs != self.identity:
+            changed = sorted(
+                k
+                for k in self.identity
+                if not isinstance(theirs, dict) or theirs.get(k) != self.identity[k]
+            )
+            raise EvaluateError(
+                f"--resume: {self.path} is not this tournament's (it differs in: "
+                f"{', '.join(changed)}); resume with the same agents and flags, or drop --resume "
+                "(or pick another --out) to start a new one"
+            )
+        records: dict[tuple[int, int, int], GameRecord] = {}
+        for line in lines[1:]:
+            try:
+                r = GameRecord(**json.loads(line))
+            except (ValueError, TypeError):
+                continue  # a line torn by the stop: that game is played again
+            records[r.pair, r.deal, r.rotation] = r
+        return list(records.values())
+
+    def add(self, record: GameRecord) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps(asdict(record)) + "\n")
+
+
 def run(cfg: Config, progress: bool = True) -> dict[str, Any]:
-    """Play the tournament and return its summary (also used by training)."""
-    tasks = tasks_for(cfg)
+    """Play the tournament and return its summary (also used by training). With
+    ``cfg.journal`` each game is written down as it ends; with ``cfg.resume`` the games
+    written down before are kept and not played again (`Journal`)."""
+    journal = Journal(cfg) if cfg.journal or cfg.resume else None
+    records: list[GameRecord] = [] if journal is None else list(journal.kept)
+    done = {(r.pair, r.deal, r.rotation) for r in records}
+    tasks = [t for t in tasks_for(cfg) if (t.pair, t.deal, t.rotation) not in done]
     pairs = pairs_of(cfg)
     work = [(cfg, [cfg.specs[pairs[t.pair][0]], cfg.specs[pairs[t.pair][1]]], t) for t in tasks]
-    records: list[GameRecord] = []
     bar = _progress(len(work), progress)
+
+    def ended(rec: GameRecord) -> None:
+        records.append(rec)
+        if journal is not None:
+            journal.add(rec)
+        bar.update(1)
+
+    if work:
+        _play(cfg, work, ended)
+    bar.close()
+    records.sort(key=lambda r: (r.pair, r.deal, r.rotation))
+    return summarize(cfg, records)
+
+
+def _play(cfg: Config, work: list[Work], ended: Callable[[GameRecord], None]) -> None:
+    """Play `work` as Ray tasks, in a process pool or here, handing each game to `ended`."""
     if cfg.ray:
-        records = run_on_ray(cfg, work, bar)
+        run_on_ray(cfg, work, ended)
     elif cfg.workers > 1:
         with mp.get_context("spawn").Pool(cfg.workers, initializer=one_torch_thread) as pool:
             for rec in pool.imap_unordered(
                 play_task, work, chunksize=max(1, len(work) // (cfg.workers * 20))
             ):
-                records.append(rec)
-                bar.update(1)
+                ended(rec)
     else:
         with torch_threads(1, cfg.specs):
             for w in work:
-                records.append(play_task(w))
-                bar.update(1)
-    bar.close()
-    records.sort(key=lambda r: (r.pair, r.deal, r.rotation))
-    return summarize(cfg, records)
+                ended(play_task(w))
 
 
 def play_chunk(work: list[Work], files: dict[str, bytes]) -> list[GameRecord]:
@@ -323,12 +423,12 @@ def play_chunk(work: list[Work], files: dict[str, bytes]) -> list[GameRecord]:
         return [play_task((cfg, [local.get(s, s) for s in pair], task)) for cfg, pair, task in work]
 
 
-def run_on_ray(cfg: Config, work: list[Work], bar: Any) -> list[GameRecord]:
+def run_on_ray(cfg: Config, work: list[Work], ended: Callable[[GameRecord], None]) -> None:
     """The games as Ray tasks: on the cluster at ``cfg.address``, on a local Ray instance of
     ``cfg.workers`` CPUs, or on the Ray instance this process has already joined (training on
     RLlib evaluates this way). Every game's seed comes from its deal and seating, never from
     where it runs, so the records are the local pool's. Policy files travel with the tasks
-    (`play_chunk`)."""
+    (`play_chunk`); each game is handed to `ended` as its chunk comes back."""
     try:
         import ray
     except ModuleNotFoundError:
@@ -348,13 +448,10 @@ def run_on_ray(cfg: Config, work: list[Work], bar: Any) -> list[GameRecord]:
         files = ray.put({spec: Path(spec).read_bytes() for spec in policies})
         remote = ray.remote(play_chunk)
         pending = [remote.remote(work[i : i + size], files) for i in range(0, len(work), size)]
-        records: list[GameRecord] = []
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
-            chunk = ray.get(done[0])
-            records += chunk
-            bar.update(len(chunk))
-        return records
+            for rec in ray.get(done[0]):
+                ended(rec)
     finally:
         if joined:
             ray.shutdown()
