@@ -256,3 +256,32 @@ def test_the_labelling_benchmark_times_the_trainers_workers(
     for bad in ("pool", "ray:0", "gpu:2", "cluster:2"):  # cluster:2 without an address
         with pytest.raises(SystemExit, match="cluster"):
             backend_flags(bad, None)
+
+
+def test_the_fit_benchmark_trains_from_a_checkpoint_and_scores_held_out_labels(
+    tiny_policy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``benchmarks/exit_fit.py``: from a run's first checkpoint, training on its first
+    round's labels lowers their cross entropy; the next round's are scored as held out."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    from exit_fit import main as fit_main
+
+    run = tmp_path / "run"
+    assert main(tiny(tiny_policy, run)) == 0
+    [first] = (run / "checkpoints").glob("step_*.pt")  # after round 0
+    labelled = json.loads((run / "state.json").read_text())["timesteps"]
+    assert main(["--resume", str(run), "--total-timesteps", str(labelled + 1)]) == 0
+    rounds = sorted((run / "labels").glob("round_*.npz"))
+    capsys.readouterr()
+    argv = [str(first), "--train", str(rounds[0]), "--test", str(rounds[1])]
+    assert fit_main([*argv, "--settings", "20x1e-2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    untrained, trained = out["rows"]
+    assert out["train"] >= 20 and out["test"] >= 20 and trained["epochs"] == 20
+    assert trained["train"]["ce"] < untrained["train"]["ce"] - 0.05
+    assert all(np.isfinite(row[k]["kl"]) for row in out["rows"] for k in ("train", "test"))
+    with pytest.raises(SystemExit):
+        fit_main([*argv, "--settings", "eight"])
+    assert "EPOCHSxRATE" in capsys.readouterr().err
