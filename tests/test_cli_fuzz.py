@@ -480,8 +480,7 @@ SEARCHED = {  # training.exit's own fields (it keeps its starting policy's netwo
     "--address": values("auto", ""),
 }
 SELF_PLAY_ONLY = ("--network", "--channels", "--net-arch", "--activation", "--max-snapshots")
-SELF_PLAY_ONLY += ("--opponents.greedy", "--opponents.self")
-"""Flags training.exit does not have: it keeps its starting policy's network and plays itself."""
+"""Flags training.exit does not have: it keeps its starting policy's network."""
 EXIT = flags({k: v for k, v in TRAIN_COMMON.items() if k not in SELF_PLAY_ONLY} | SEARCHED)
 EXPLOIT = flags(
     {

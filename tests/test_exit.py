@@ -285,3 +285,46 @@ def test_the_fit_benchmark_trains_from_a_checkpoint_and_scores_held_out_labels(
     with pytest.raises(SystemExit):
         fit_main([*argv, "--settings", "eight"])
     assert "EPOCHSxRATE" in capsys.readouterr().err
+
+
+def test_hands_against_an_agent_label_only_the_searching_seat(
+    tiny_policy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an agent in the pool, a hand drawn against it seats the agent in one seat, playing
+    its own moves, and labels only the other seat, whose search plays its simulations against
+    a copy of the agent; "self" hands label every seat. Labels replay by seed."""
+    from rummy500_env.agents.greedy import GreedyAgent
+    from rummy500_env.training import exit as exit_module
+
+    hands: list[exit_module._Hand] = []
+
+    class Seen(exit_module._Hand):
+        def __init__(self, *a: object, **k: object) -> None:
+            super().__init__(*a, **k)  # type: ignore[arg-type]
+            hands.append(self)
+
+    monkeypatch.setattr(exit_module, "_Hand", Seen)
+    pool = (("self", 1.0), ("greedy", 3.0))
+    task = LabelTask("standard", tiny_policy.read_bytes(), 4, 2, "value", 5, 60, opponents=pool)
+    labels = label_hands(task)
+    assert len(labels["obs"]) == sum(len(h.seats) for h in hands) >= 60
+    against = [h for h in hands if h.opponent == "greedy"]
+    selfplay = [h for h in hands if h.opponent == "self"]
+    assert against and selfplay
+    for h in against:
+        assert h.bot is not None and isinstance(h.bot[1], GreedyAgent)
+        assert h.seats and h.bot[0] not in h.seats  # the agent's moves are never labelled
+    assert any(len(set(h.seats)) == 2 for h in selfplay)
+    again = label_hands(task)
+    assert all(np.array_equal(labels[k], again[k]) for k in labels)
+
+
+def test_the_opponents_pool_is_checked_before_any_work(tiny_policy: Path, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    base = tiny(tiny_policy, tmp_path / "r")
+    args, _ = parse_args([*base, "--opponents.greedy", "2"])
+    assert args.opponents == {"self": 1.0, "greedy": 2.0, "expert": 0.0}
+    for bad, says in (({"nobody": 1.0}, "opponents="), ({"self": 0.0}, "not all zero")):
+        with pytest.raises(ConfigError, match=says):
+            replace(args, opponents=bad).validate()

@@ -366,3 +366,25 @@ def test_it_plays_in_training_evaluate_and_replays_for_a_seed(tmp_path: Any) -> 
     cfg.episode = "hand"
     a, b = run(cfg, progress=False), run(cfg, progress=False)
     assert a["games"] == b["games"] and len(a["games"]) == 2
+
+
+def test_the_knowing_search_benchmark_plays_evaluates_deals_and_pairs_them(tmp_path, capsys):
+    """``benchmarks/psearch_knows.py``: the search knowing GreedyAgent plays it on the deals
+    ``training.evaluate --episode hand`` plays for the seed, and pairs its margins a deal with
+    that command's results."""
+    import sys
+    from pathlib import Path
+
+    from rummy500_env.training.evaluate import main as evaluate
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    from psearch_knows import main as knows
+
+    flags = ["--episode", "hand", "--games", "4", "--seed", "3", "--workers", "1"]
+    assert evaluate(["greedy", "greedy", *flags, "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert knows(["greedy", "--simulations", "2", "--games", "4", "--seed", "3",
+                  "--paired", str(tmp_path / "results.json")]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert out.count("deal ") == 4 and "against it:" in out and ", 2 deals, " in out
+    assert "minus greedy's margin on the same deals:" in out and out.rstrip().endswith("2 deals")

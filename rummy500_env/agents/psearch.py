@@ -344,12 +344,13 @@ class PolicySearchAgent(Bot):
         ms: float | None = None,
         simulations: int | None = None,
         seed: int | None = None,
+        opponent: Any = None,
     ) -> PolicySearchAgent:
         """The search as the ``psearch`` agent spec plays it: the strongest setting measured
         (module docstring): the policy's top two moves by prior, no Gumbel noise, each valued
         by the policy playing the hand out in worlds weighed by the other seat's last two
         turns (also what the packaged ``exit`` config labels with). The constructor's
-        defaults are the paper's."""
+        defaults are the paper's; `opponent` is the constructor's."""
         return cls(
             rules,
             policy,
@@ -360,6 +361,7 @@ class PolicySearchAgent(Bot):
             gumbel=False,
             seed=seed,
             evidence=2,
+            opponent=opponent,
         )
 
     # --- the decision ----------------------------------------------------------------------

@@ -187,14 +187,21 @@ class SelfPlayArgs(TrainArgs):
         """`TrainArgs.validate`, and the pool's settings."""
         super().validate()
         require_positive_ints(self, "snapshot_every", "max_snapshots")
-        require(
-            self,
-            all(name == "self" or is_spec(name) for name in self.opponents)
-            and all(0 <= w < math.inf for w in self.opponents.values())
-            and sum(self.opponents.values()) > 0,
-            "opponents",
-            f"give finite weights >= 0, not all zero, to self (the snapshots) or agents: {ALLOWED}",
-        )
+        require_pool(self, "self (the snapshots)")
+
+
+def require_pool(args: Any, self_is: str) -> None:
+    """Raise `ConfigError` unless ``args.opponents`` weighs "self" and agent specs with finite
+    weights >= 0, not all zero."""
+    pool: dict[str, float] = args.opponents
+    require(
+        args,
+        all(name == "self" or is_spec(name) for name in pool)
+        and all(0 <= w < math.inf for w in pool.values())
+        and sum(pool.values()) > 0,
+        "opponents",
+        f"give finite weights >= 0, not all zero, to {self_is} or agents: {ALLOWED}",
+    )
 
 
 class PPONumbers(Protocol):

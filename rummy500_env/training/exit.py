@@ -9,9 +9,11 @@ Each round:
    decision with more than one legal action becomes a labelled position: the observation and
    mask, the search's improved policy (softmax of the prior logits plus σ of the completed
    values, Danihelka et al. 2022, §4) and its value, and, when the hand ends, the hand's
-   outcome for that seat. Labelling is the cost, so it runs in parallel workers: local
-   processes by default, Ray tasks with ``--ray`` (and ``--address`` to join a cluster), one
-   interface (`Workers`) over both.
+   outcome for that seat. With agents in ``opponents``, some hands are played against one
+   of them instead: it holds one seat, and the search in the other, labelled alone, knows
+   it (its simulations play that agent's moves). Labelling is the cost, so it runs in
+   parallel workers: local processes by default, Ray tasks with ``--ray`` (and ``--address``
+   to join a cluster), one interface (`Workers`) over both.
 2. **Learn.** The network is trained on the last ``replay_rounds`` rounds of labels: cross
    entropy to the improved policy, and squared error of the value head to
    ``value_mix`` × the search's value + (1 − ``value_mix``) × the hand's outcome.
@@ -38,7 +40,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +54,7 @@ from rummy500_env.agents.opponent_turn import OpponentTurn, TurnWitness
 from rummy500_env.agents.policy import PolicyAgent
 from rummy500_env.agents.policy_file import load_policy_file
 from rummy500_env.agents.psearch import LEAVES, PolicySearchAgent, hand_value
+from rummy500_env.agents.registry import make_agent
 from rummy500_env.agents.shipped import policy_path, shipped_for
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.game import Game
@@ -59,6 +63,7 @@ from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.seat_view import SeatView
 from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
+from rummy500_env.rl.opponents import Agent, choose
 from rummy500_env.training.common import (
     ConfigError,
     Every,
@@ -68,6 +73,7 @@ from rummy500_env.training.common import (
     export_policy,
     load_checkpoint,
     require,
+    require_pool,
     require_positive_ints,
     save_checkpoint,
     seed_and_threads,
@@ -116,6 +122,12 @@ class Args(TrainArgs):
     hands_at_once: int = 16
     """Self-play hands a worker plays side by side, their searches in lockstep: the network
     values all their simulations in one batch, which costs little more than one search's."""
+    opponents: dict[str, float] = field(default_factory=lambda: {"self": 1.0})
+    """Who the labelled hands are played against, by weight: "self" (the search in every seat,
+    every seat labelled) or an agent spec (`rummy500_env.agents.registry`): that agent holds
+    one seat and plays its own moves, and the search in the other, the only seat labelled,
+    plays out its simulations against a copy of it. A search that knows its opponent finds
+    what beats it (`PolicySearchAgent`'s ``opponent``)."""
     start_hands: int = 200
     """At each evaluation, duplicate hands the learner plays against the policy the run
     started from (each deal twice, seats swapped): its margin a hand, the most sensitive
@@ -176,6 +188,7 @@ class Args(TrainArgs):
             "hands_at_once",
         )
         require(self, self.evidence >= 0, "evidence", "use a whole number of turns >= 0")
+        require_pool(self, "self (the search in every seat)")
         require(self, self.leaf in LEAVES, "leaf", f"use one of {LEAVES}")
         require(self, self.c_scale >= 0, "c_scale", "use a number >= 0")
         require(self, self.start_hands >= 0, "start_hands", "use a whole number >= 0")
@@ -202,6 +215,11 @@ class Args(TrainArgs):
             PolicyAgent.load(self.policy_name(), rules=self.game_rules())
         except Rummy500Error as e:
             raise ConfigError(f"init_policy={self.init_policy!r} cannot be used: {e}") from None
+        for spec in set(self.opponents) - {"self"}:  # each builds: now, not in a worker
+            try:
+                make_agent(spec, self.game_rules(), seed=0)
+            except (Rummy500Error, ModuleNotFoundError) as e:
+                raise ConfigError(f"opponents: {spec!r} cannot play these rules: {e}") from None
         if self.network_spec().get("kind") != "cards":
             raise ConfigError(
                 f"init_policy={self.policy_name()!r} has network {self.network_spec()}: expert "
@@ -233,33 +251,43 @@ class LabelTask:
     hands_at_once: int = 16
     gumbel: bool = True
     evidence: int = 0
+    opponents: tuple[tuple[str, float], ...] = (("self", 1.0),)
+    """(spec, weight) of each opponent (`Args.opponents`)."""
 
 
 def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
-    """Play self-play hands with the search in every seat and return the labelled positions
-    (`FIELDS`). `hands_at_once` hands are played side by side and their positions searched
-    in lockstep (`PolicySearchAgent.analyse_many`), so the network is asked for many
-    simulations at a time; a hand's labels are kept once it ends (with its outcome), and new
-    hands start until the labels asked for are reached or under way, so there may be a few
-    more than asked."""
+    """Play hands with the search in every seat (or, against an agent of ``task.opponents``,
+    in one seat) and return the labelled positions (`FIELDS`). `hands_at_once` hands are
+    played side by side and their positions searched in lockstep
+    (`PolicySearchAgent.analyse_many`, one search per opponent), so the network is asked for
+    many simulations at a time; a hand's labels are kept once it ends (with its outcome), and
+    new hands start until the labels asked for are reached or under way, so there may be a
+    few more than asked."""
     rules = Rules.parse(task.rules)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "policy.pt"
         path.write_bytes(task.policy)
         policy = PolicyAgent.load(path, rules=rules)
-    search = PolicySearchAgent(
-        rules,
-        policy=policy,
-        simulations=task.simulations,
-        candidates=task.candidates,
-        leaf=task.leaf,
-        c_scale=task.c_scale,
-        gumbel=task.gumbel,
-        evidence=task.evidence,
-        seed=task.seed,
-    )
+    names = [name for name, weight in task.opponents if weight > 0]
+    searches = {
+        name: PolicySearchAgent(
+            rules,
+            policy=policy,
+            simulations=task.simulations,
+            candidates=task.candidates,
+            leaf=task.leaf,
+            c_scale=task.c_scale,
+            gumbel=task.gumbel,
+            evidence=task.evidence,
+            seed=task.seed + k,
+            opponent=None if name == "self" else make_agent(name, rules, task.seed + k),
+        )
+        for k, name in enumerate(names)
+    }
     encoder, codec = ObservationEncoder(rules), ActionCodec(rules)
     deals = random.Random(task.seed)
+    draws = random.Random(task.seed + 1)  # apart from the deals: a pool of "self" alone
+    weights = [weight for name, weight in task.opponents if weight > 0]  # draws nothing
     rows: dict[str, list[Any]] = {k: [] for k in FIELDS}
     playing: list[_Hand] = []
     hands = 0
@@ -267,37 +295,47 @@ def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
         per_hand = len(rows["obs"]) / hands if hands else LABELS_A_HAND
         under_way = sum(max(len(h.rows["obs"]), per_hand) for h in playing)
         while len(playing) < task.hands_at_once and len(rows["obs"]) + under_way < task.labels:
-            playing.append(_Hand(Game.new(rules, seed=deals.getrandbits(63)), task.evidence))
+            game = Game.new(rules, seed=deals.getrandbits(63))
+            name = names[0] if len(names) == 1 else draws.choices(names, weights)[0]
+            bot = None
+            if name != "self":
+                bot = (
+                    draws.randrange(rules.players),
+                    make_agent(name, rules, draws.getrandbits(31)),
+                )
+            playing.append(_Hand(game, name, bot, task.evidence))
             under_way += per_hand
         if not playing:
             break
-        for hand in playing:  # forced moves are not searched (their seat sees them)
-            while not hand.game.is_hand_over and len(legal := hand.game.legal_actions()) == 1:
-                hand.saw(hand.game.current_player, legal[0])
-                hand.game.apply(legal[0])
+        for hand in playing:  # forced moves and the agent's are not searched
+            hand.play_unsearched(encoder, codec)
         for hand in [h for h in playing if h.game.is_hand_over]:
             hand.rows["outcome"] = [hand_value(hand.game, seat) for seat in hand.seats]
             for k in FIELDS:
                 rows[k] += hand.rows[k]
             playing.remove(hand)
             hands += 1
-        if not playing:
-            continue  # more hands, if more labels are wanted
-        views = [(h.game.seat_view(h.game.current_player), h.game.legal_actions()) for h in playing]
-        evidence = [h.evidence(view) for h, (view, _) in zip(playing, views, strict=True)]
-        for hand, (view, _), result in zip(
-            playing, views, search.analyse_many(views, evidence), strict=True
-        ):
-            game, seat = hand.game, hand.game.current_player
-            hand.witnesses[seat].did(view, result.action)  # after `evidence` saw `view`
-            target = np.zeros(codec.size, dtype=np.float32)
-            target[result.ids] = result.improved
-            hand.rows["obs"].append(encoder.encode(game, seat))
-            hand.rows["mask"].append(codec.mask(game).astype(bool))
-            hand.rows["policy"].append(target)
-            hand.rows["search_value"].append(result.value)
-            hand.seats.append(seat)
-            game.apply(result.action)
+        for name, search in searches.items():
+            mine = [h for h in playing if h.opponent == name]
+            if not mine:
+                continue
+            views = [
+                (h.game.seat_view(h.game.current_player), h.game.legal_actions()) for h in mine
+            ]
+            evidence = [h.evidence(view) for h, (view, _) in zip(mine, views, strict=True)]
+            for hand, (view, _), result in zip(
+                mine, views, search.analyse_many(views, evidence), strict=True
+            ):
+                game, seat = hand.game, hand.game.current_player
+                hand.witnesses[seat].did(view, result.action)  # after `evidence` saw `view`
+                target = np.zeros(codec.size, dtype=np.float32)
+                target[result.ids] = result.improved
+                hand.rows["obs"].append(encoder.encode(game, seat))
+                hand.rows["mask"].append(codec.mask(game).astype(bool))
+                hand.rows["policy"].append(target)
+                hand.rows["search_value"].append(result.value)
+                hand.seats.append(seat)
+                game.apply(result.action)
     return {
         "obs": np.stack(rows["obs"]).astype(np.float32),
         "mask": np.stack(rows["mask"]),
@@ -308,15 +346,36 @@ def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
 
 
 class _Hand:
-    """A self-play hand being labelled: the game, the seat of each labelled decision, the
-    labels so far (the outcomes once the hand ends), and what each seat saw of the other's
-    turns (the search's evidence, `keep` turns; 0: none)."""
+    """A hand being labelled: the game, who the search plays against in it (``"self"``, or an
+    agent spec with its seat and the agent), the seat of each labelled decision, the labels
+    so far (the outcomes once the hand ends), and what each seat saw of the other's turns
+    (the search's evidence, `keep` turns; 0: none)."""
 
-    def __init__(self, game: Game, keep: int = 0) -> None:
+    def __init__(
+        self, game: Game, opponent: str, bot: tuple[int, Agent] | None, keep: int = 0
+    ) -> None:
         self.game = game
+        self.opponent = opponent
+        self.bot = bot
         self.seats: list[int] = []
         self.rows: dict[str, list[Any]] = {k: [] for k in FIELDS}
         self.witnesses = [TurnWitness(keep) for _ in range(game.rules.players)]
+
+    def play_unsearched(self, encoder: ObservationEncoder, codec: ActionCodec) -> None:
+        """Play on until the search has a choice to make or the hand is over: the moves of
+        the agent's seat (its own choice) and every seat's only legal moves."""
+        game = self.game
+        while not game.is_hand_over:
+            seat, legal = game.current_player, game.legal_actions()
+            if self.bot is not None and seat == self.bot[0]:
+                observe = partial(_observation, encoder, codec, game, seat)
+                action = codec.decode(game, choose(self.bot[1], game, codec, observe))
+            elif len(legal) == 1:
+                action = legal[0]
+                self.saw(seat, action)
+            else:
+                return
+            game.apply(action)
 
     def evidence(self, view: SeatView) -> list[OpponentTurn]:
         """The turns that weigh the search of the seat to move, in its `view`."""
@@ -330,6 +389,13 @@ class _Hand:
             view = self.game.seat_view(seat)
             self.witnesses[seat].see(view)
             self.witnesses[seat].did(view, action)
+
+
+def _observation(
+    encoder: ObservationEncoder, codec: ActionCodec, game: Game, seat: int
+) -> dict[str, np.ndarray]:
+    """What an agent that acts on observations sees of `game` as `seat` (the env's dict)."""
+    return {"observation": encoder.encode(game, seat), "action_mask": codec.mask(game)}
 
 
 LabelWork = Callable[[LabelTask], dict[str, np.ndarray]]
@@ -465,6 +531,7 @@ def round_tasks(args: Args, policy: bytes, round_index: int) -> list[LabelTask]:
             args.hands_at_once,
             args.gumbel,
             args.evidence,
+            tuple(args.opponents.items()),
         )
         for w in range(n)
     ]
