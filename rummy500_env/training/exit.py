@@ -125,8 +125,8 @@ class Args(TrainArgs):
     opponents: dict[str, float] = field(default_factory=lambda: {"self": 1.0})
     """Who the labelled hands are played against, by weight: "self" (the search in every seat,
     every seat labelled) or an agent spec (`rummy500_env.agents.registry`): that agent holds
-    one seat and plays its own moves, and the search in the other, the only seat labelled,
-    plays out its simulations against a copy of it. A search that knows its opponent finds
+    one seat and plays its own moves, and the search in the other seats, the only ones
+    labelled, plays out its simulations against a copy of it. A search that knows its opponent finds
     what beats it (`PolicySearchAgent`'s ``opponent``)."""
     start_hands: int = 200
     """At each evaluation, duplicate hands the learner plays against the policy the run
@@ -286,8 +286,8 @@ def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
     }
     encoder, codec = ObservationEncoder(rules), ActionCodec(rules)
     deals = random.Random(task.seed)
-    draws = random.Random(task.seed + 1)  # apart from the deals: a pool of "self" alone
-    weights = [weight for name, weight in task.opponents if weight > 0]  # draws nothing
+    draws = random.Random(task.seed + 1)  # opponents and their seats; never drawn from
+    weights = [weight for name, weight in task.opponents if weight > 0]  # for one name
     rows: dict[str, list[Any]] = {k: [] for k in FIELDS}
     playing: list[_Hand] = []
     hands = 0
