@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from rummy500_env import __version__
+import rummy500_env
 from rummy500_env.agents.registry import make_agent, parse_spec
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.rules import Rules
@@ -328,7 +328,7 @@ class Journal:
             "seed": cfg.seed,
             "field": cfg.field,
             "policy_files": files,
-            "version": __version__,
+            "version": rummy500_env.__version__,
         }
 
     def _read(self) -> list[GameRecord]:
