@@ -33,7 +33,14 @@ import torch
 
 from rummy500_env.agents.policy import PolicyAgent
 from rummy500_env.training.common import args_of
-from rummy500_env.training.exit import MASKED, Args, exit_update, load_replay, value_targets
+from rummy500_env.training.exit import (
+    Args,
+    entropy,
+    exit_update,
+    label_losses,
+    load_replay,
+    value_targets,
+)
 
 
 def fit(network: Any, labels: dict[str, np.ndarray], mix: float) -> dict[str, float]:
@@ -42,14 +49,11 @@ def fit(network: Any, labels: dict[str, np.ndarray], mix: float) -> dict[str, fl
     targets = torch.from_numpy(labels["policy"])
     values = torch.from_numpy(value_targets(labels, mix).astype(np.float32))
     with torch.inference_mode():
-        logits, v = network.forward_with_value(obs)
-        logp = torch.log_softmax(logits.masked_fill(~masks, MASKED), -1)
-        cross_entropy = -(targets * logp).sum(-1)
-        entropy = -(targets * torch.log(targets.clamp_min(1e-12))).sum(-1)
+        cross_entropy, value_loss = label_losses(network, obs, masks, targets, values)
     return {
         "ce": cross_entropy.mean().item(),
-        "kl": (cross_entropy - entropy).mean().item(),
-        "value": (0.5 * (v - values) ** 2).mean().item(),
+        "kl": (cross_entropy - entropy(targets)).mean().item(),
+        "value": value_loss.item(),
     }
 
 

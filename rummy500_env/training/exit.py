@@ -465,6 +465,25 @@ def value_targets(labels: dict[str, np.ndarray], mix: float) -> np.ndarray:
     return mix * labels["search_value"] + (1 - mix) * labels["outcome"]
 
 
+def label_losses(
+    network: CardPolicy,
+    obs: torch.Tensor,
+    masks: torch.Tensor,
+    targets: torch.Tensor,
+    values: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per label, the policy's cross entropy to the improved policy `targets`; and the value
+    head's mean squared error (halved) to `values`."""
+    logits, v = network.forward_with_value(obs)
+    logp = torch.log_softmax(logits.masked_fill(~masks, MASKED), -1)
+    return -(targets * logp).sum(-1), 0.5 * ((v - values) ** 2).mean()
+
+
+def entropy(targets: torch.Tensor) -> torch.Tensor:
+    """Each row's entropy: cross entropy minus it is the KL divergence."""
+    return -(targets * torch.log(targets.clamp_min(1e-12))).sum(-1)
+
+
 def exit_update(
     network: CardPolicy,
     optimizer: torch.optim.Optimizer,
@@ -478,7 +497,7 @@ def exit_update(
     masks = torch.from_numpy(labels["mask"])
     targets = torch.from_numpy(labels["policy"])
     values = torch.from_numpy(value_targets(labels, args.value_mix).astype(np.float32))
-    entropy_of_targets = -(targets * torch.log(targets.clamp_min(1e-12))).sum(-1)
+    entropy_of_targets = entropy(targets)
     gen = np.random.default_rng(seed)
     network.train()
     stats: dict[str, list[float]] = {}
@@ -487,11 +506,10 @@ def exit_update(
         order = torch.as_tensor(gen.permutation(len(obs)))
         for start in range(0, len(obs), args.minibatch_size):
             idx = order[start : start + args.minibatch_size]
-            logits, v = network.forward_with_value(obs[idx])
-            logp = torch.log_softmax(logits.masked_fill(~masks[idx], MASKED), -1)
-            cross_entropy = -(targets[idx] * logp).sum(-1)
+            cross_entropy, value_loss = label_losses(
+                network, obs[idx], masks[idx], targets[idx], values[idx]
+            )
             policy_loss = cross_entropy.mean()
-            value_loss = 0.5 * ((v - values[idx]) ** 2).mean()
             loss = policy_loss + args.value_coef * value_loss
             optimizer.zero_grad()
             torch.autograd.backward(loss)
