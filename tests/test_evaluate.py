@@ -15,9 +15,11 @@ from rummy500_env.engine.rules import Rules
 from rummy500_env.training.evaluate import main, parse_args
 from rummy500_env.training.stats import elo, mean_ci, wilson
 from rummy500_env.training.tournament import (
+    MAX_GAMES_PER_TASK,
     Config,
     EvaluateError,
     field_seatings,
+    games_per_task,
     run,
     tasks_for,
 )
@@ -221,6 +223,15 @@ def test_games_played_in_this_process_use_one_torch_thread_and_restore_the_count
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_worker_is_handed_few_games_at_once():
+    """A task's games reach the journal when the task ends: a ladder of 5,760 games must not
+    hand a worker 144 one-second-a-decision hands at once (40 minutes lost to a stop)."""
+    assert games_per_task(5760, 2) == MAX_GAMES_PER_TASK == 4
+    assert games_per_task(5760, 64) == 4
+    assert games_per_task(100, 2) == 2
+    assert games_per_task(10, 2) == 1
 
 
 def test_a_stopped_tournament_resumes_with_only_the_games_it_lacks(tmp_path, monkeypatch, capsys):

@@ -392,6 +392,18 @@ def run(cfg: Config, progress: bool = True) -> dict[str, Any]:
     return summarize(cfg, records)
 
 
+MAX_GAMES_PER_TASK = 4
+
+
+def games_per_task(games: int, workers: int) -> int:
+    """Games a worker is handed at once. A few spread the round trips of cheap games (one a
+    task costs about a quarter more on bot-against-bot hands), and no more than
+    `MAX_GAMES_PER_TASK`: a task's games reach the journal when the task ends, so a stopped
+    tournament of slow searches loses at most that many games a worker, and the workers
+    finish together."""
+    return max(1, min(MAX_GAMES_PER_TASK, games // (workers * 20)))
+
+
 def _play(cfg: Config, work: list[Work], ended: Callable[[GameRecord], None]) -> None:
     """Play `work` as Ray tasks, in a process pool or here, handing each game to `ended`."""
     if cfg.ray:
@@ -399,7 +411,7 @@ def _play(cfg: Config, work: list[Work], ended: Callable[[GameRecord], None]) ->
     elif cfg.workers > 1:
         with mp.get_context("spawn").Pool(cfg.workers, initializer=one_torch_thread) as pool:
             for rec in pool.imap_unordered(
-                play_task, work, chunksize=max(1, len(work) // (cfg.workers * 20))
+                play_task, work, chunksize=games_per_task(len(work), cfg.workers)
             ):
                 ended(rec)
     else:
@@ -443,7 +455,7 @@ def run_on_ray(cfg: Config, work: list[Work], ended: Callable[[GameRecord], None
         ray.init(num_cpus=cfg.workers, include_dashboard=False)
     try:
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        size = max(1, len(work) // (cpus * 4))  # a few chunks per CPU: balanced, few round trips
+        size = games_per_task(len(work), cpus)
         policies = [spec for spec in cfg.specs if Path(spec).is_file()]
         files = ray.put({spec: Path(spec).read_bytes() for spec in policies})
         remote = ray.remote(play_chunk)
