@@ -16,7 +16,7 @@ import torch
 from rummy500_env import Rules
 from rummy500_env.agents.networks import build_network
 from rummy500_env.agents.policy import PolicyAgent, current_encoding, save_policy
-from rummy500_env.training.common import ConfigError
+from rummy500_env.training.common import ConfigError, load_yaml
 from rummy500_env.training.exit import (
     Args,
     LabelTask,
@@ -195,6 +195,14 @@ def test_the_default_config_starts_from_the_shipped_policy() -> None:
     args, resume = parse_args([])
     assert not resume and isinstance(args, Args)
     assert args.policy_name() == "standard" and args.network_spec()["kind"] == "cards"
+
+
+def test_a_config_file_without_search_settings_searches_as_the_packaged_one() -> None:
+    """A user's config that leaves the search's fields out gets the measured setting (the
+    packaged config's, `for_play`'s), not the paper's defaults that made the policy worse."""
+    packaged, defaults = load_yaml("exit"), Args()
+    for name in ("simulations", "candidates", "leaf", "c_scale", "gumbel", "evidence"):
+        assert getattr(defaults, name) == packaged[name], name
 
 
 def test_labels_on_ray_are_those_of_the_local_workers(tiny_policy: Path, tmp_path: Path) -> None:

@@ -104,19 +104,19 @@ class Args(TrainArgs):
     for the rules. It needs a value head (the ``cards`` network)."""
     labels_per_round: int = 4096
     """Labelled positions a round (split between the workers)."""
-    simulations: int = 32
+    simulations: int = 64
     """Search simulations a labelled decision (one world × one candidate each)."""
-    candidates: int = 8
+    candidates: int = 2
     """Actions the search considers at the root."""
-    leaf: str = "value"
+    leaf: str = "rollout"
     """How the search values what follows a candidate (`PolicySearchAgent`)."""
-    c_scale: float = 1.0
+    c_scale: float = 0.3
     """σ's scale in the search (`PolicySearchAgent`): how far the improved policy moves from
     the prior for a given difference of values. The values of a few simulations are noisy; a
     large scale turns that noise into confident targets."""
-    gumbel: bool = True
+    gumbel: bool = False
     """Gumbel noise at the root (the paper's); False: the top ``candidates`` by prior."""
-    evidence: int = 0
+    evidence: int = 2
     """The other seat's last turns (at most this many) whose moves weigh the search's worlds
     (`PolicySearchAgent`, two players without jokers or calls; elsewhere none are read)."""
     hands_at_once: int = 16
