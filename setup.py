@@ -58,7 +58,8 @@ calls between these modules are native C calls. Not compiled: ``engine/rules.py`
 compiled dataclass checks its fields' types before ``__post_init__`` runs, so
 ``Rules(players="2")`` would raise a bare TypeError instead of the RulesError every build must
 give (reading a pure `Rules`'s fields from compiled code costs little: it is not in the loop);
-``engine/records.py`` (file I/O, nothing to gain)."""
+``engine/records.py`` (file I/O, nothing to gain); ``engine/numbers.py`` (reading numbers
+from text: not in any loop)."""
 MANIFEST = "rummy500_env/_compiled.json"
 
 

@@ -138,14 +138,14 @@ once"). `PolicySearchAgent.for_play` builds that setting, which the
 
 SPARTA's rule does not rescue the ``value`` leaf: at 200 CPU ms a decision, m = 4, δ = 0
 (``python benchmarks/psearch_leaf.py --ms 200 --leaf value --candidates 4 --deviate 0 --deals
-100``) it lost −16.4 a hand (−24.3 to −8.4) over 200 duplicate hands against ``model``. The
-rule keeps the policy's move unless the paired interval is sure, so a loss that size says the
-value head's differences between moves are biased rather than noisy: its one-turn lookahead
-is confident, and wrong, about moves the policy ranks lower. With the ``rollout`` leaf (the
-policy's own play to the end of the hand, SPARTA's setting) it is level with the policy:
-−1.8 a hand (−10.1 to +6.5) over 200 hands, the same command with ``--leaf rollout``. At this
-budget the search likely has too few worlds a move to be sure of a better one often enough to
-gain (not measured: how often it deviates).
+100``, ``--seconds`` raised so that every deal is played) it lost −16.4 a hand (−24.3 to −8.4)
+over 200 duplicate hands against ``model``. The rule keeps the policy's move unless the paired
+interval is sure, so a loss that size says the value head's differences between moves are
+biased rather than noisy: its one-turn lookahead is confident, and wrong, about moves the
+policy ranks lower. With the ``rollout`` leaf (the policy's own play to the end of the hand,
+SPARTA's setting) it is level with the policy: −1.8 a hand (−10.1 to +6.5) over 200 hands, the
+same command with ``--leaf rollout``. At this budget the search likely has too few worlds a
+move to be sure of a better one often enough to gain (not measured: how often it deviates).
 """
 
 from __future__ import annotations
