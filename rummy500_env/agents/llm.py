@@ -9,7 +9,7 @@ legal action); everything counted in `counts`.
 
 HTTP is the standard library's (``urllib``), so the spec needs no extra package. Limits: a
 request times out after `TIMEOUT_S` seconds and is tried at most `REQUEST_ATTEMPTS` times in
-all (network errors, timeouts, HTTP 408, 409, 429 and 5xx; waits of `BACKOFF_S`, doubled each
+all (network errors, timeouts, HTTP `RETRY_STATUS`; waits of `BACKOFF_S`, doubled each
 time, between tries); any other HTTP error fails at once. A decision whose request fails after
 its tries falls back and is counted as ``failed``. The key, if the endpoint needs one, is read
 from the environment variable `KEY_ENV` (else ``OPENAI_API_KEY``) and sent as a bearer token.
