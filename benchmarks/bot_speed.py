@@ -39,7 +39,7 @@ from rummy500_env.agents import ExpertAgent, GreedyAgent, SearchAgent
 
 
 def positions(rules: Rules, count: int, seed: int) -> list[Game]:
-    """Every `step`-th decision of seeded expert-vs-expert hands, `count` of them."""
+    """A seeded random quarter of the decisions of expert-vs-expert hands, `count` of them."""
     enc, codec, bot = ObservationEncoder(rules), ActionCodec(rules), ExpertAgent(rules)
     rng = random.Random(seed)
     out: list[Game] = []

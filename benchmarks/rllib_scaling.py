@@ -1,7 +1,7 @@
 """RLlib scaling: env steps/s sampled by 1, 2, ... env runners, and a whole training iteration.
 
     python benchmarks/rllib_scaling.py [--runners 1 2] [--envs 1 32] [--steps 4000] [--repeats 3]
-                                       [--opponents random=0.1 greedy=0.4 expert=0.3 self=0.2]
+                                       [--opponents random=0.1 greedy=0.4 expert=0.2 self=0.3]
                                        [--address auto] [--train] [--json]
 
 For each number of env runners and of envs per runner (``--envs``; the packaged config's

@@ -251,7 +251,7 @@ def test_snapshot_copies_the_learner_to_the_env_runners(ray_instance):
         frozen = algo.get_module("snapshot_0").pi.state_dict()  # the copy that samples
         for key, value in frozen.items():
             assert torch.equal(value, torch.as_tensor(learner[f"pi.{key}"])), key
-        other = algo.get_module("snapshot_1").pi.state_dict()  # still the initial learner
+        other = algo.get_module("snapshot_1").pi.state_dict()  # still untrained
         assert not all(torch.equal(other[k], frozen[k]) for k in frozen)
         assert state == {"next_snapshot": 1, "snapshots": {"snapshot_0": 200}, "timesteps": 200}
     finally:

@@ -349,8 +349,8 @@ class PolicySearchAgent(Bot):
         """The search as the ``psearch`` agent spec plays it: the strongest setting measured
         (module docstring): the policy's top two moves by prior, no Gumbel noise, each valued
         by the policy playing the hand out in worlds weighed by the other seat's last two
-        turns (also what the packaged ``exit`` config labels with). The constructor's
-        defaults are the paper's; `opponent` is the constructor's."""
+        turns (also what the packaged ``exit`` config labels with, there at ``c_scale`` 0.3).
+        The constructor's defaults are the paper's; `opponent` is the constructor's."""
         return cls(
             rules,
             policy,

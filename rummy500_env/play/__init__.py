@@ -2,7 +2,7 @@
 
 ``python -m rummy500_env.play`` (see `__main__`) serves a plain HTML/CSS/JS page (``static/``)
 from a Starlette app (`server`). A `table.Table` is one game: the human in seat 0 against
-computer agents that see only their own seat's observation; `view` decides what the page may
+computer agents that see only what their own seat may; `view` decides what the page may
 be shown; `plan` chooses what "Put down all" puts down; `store` keeps every game in SQLite
 after each move. Game records (`rummy500_env.engine.records`) are written for finished games and
 shown step by step with ``--replay FILE``.

@@ -2,8 +2,8 @@
 
 A `Table` owns a `Recorder` (the game and its record), so the record is the saved game: the
 server stores it after every move and `Table.resume` rebuilds the exact game from it. The
-computers (`Computers`) see the game only through the PettingZoo env's observation of their
-own seat and answer with an action id, as they do in training and tournaments.
+computers (`Computers`) see only what their seat may, as in training and tournaments: a bot
+decides on its seat's information state, a policy on its seat's observation and mask.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Each round:
 
 1. **Label.** Self-play hands in which every seat's move is chosen by `PolicySearchAgent`
    searching with the current network (by default as the ``psearch`` spec plays it, the
-   other seat's last turns weighing each seat's worlds, `TurnWitness`). Every
+   other seat's last turns weighing each seat's worlds, `TurnWitness`, with a gentler
+   ``c_scale`` of 0.3 for the labels). Every
    decision with more than one legal action becomes a labelled position: the observation and
    mask, the search's improved policy (softmax of the prior logits plus σ of the completed
    values, Danihelka et al. 2022, §4) and its value, and, when the hand ends, the hand's

@@ -172,7 +172,9 @@ class Args(SelfPlayArgs):
     """Sampling weights of the opponent pool, by agent spec (see `rummy500_env.agents.registry`);
     "self" is shared by the frozen snapshots of the learner."""
     max_snapshots: int = 3
-    """Frozen copies of the learner in the pool (all start as the initial learner)."""
+    """Frozen copies of the learner in the pool. The first starts as the initial learner; the
+    others are untrained networks of the same kind until the rotation reaches them (the learner
+    starts untrained too, so they play alike)."""
     eval_every: int = 50_000
     """Env steps between evaluations against the bots."""
     eval_games: int = 20
@@ -912,7 +914,7 @@ def learn(algo: Any, args: Args, run: RunFolder, resume: bool, began: float) -> 
         state |= {"snapshots": {}, "wall_s": 0.0, "learner_steps": 0}
         state["network"] = args.network_spec()  # checked on resume (`check_network`)
         state["encoding"] = current_encoding(args.game_rules())  # and this (`check_resume`)
-        take_snapshot(algo, state, args)  # every frozen copy starts as the initial learner
+        take_snapshot(algo, state, args)  # the first frozen copy; the rest start untrained
     iterate(algo, args, run, state)
     state["wall_s"] = state.get("wall_s", 0.0) + time.time() - began
     save_checkpoint(algo, run, state)
