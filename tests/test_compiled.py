@@ -189,7 +189,7 @@ CASES: dict[str, tuple[str, str]] = {  # what to run: the pure build's answer, b
     "Rules(players=None)": ("RulesError", ""),
     "Rules('2')": ("RulesError", ""),
     "Rules(players=9)": ("RulesError", ""),
-    "Rules(players=8, hand_size=13)": ("RulesError", "allowed: 1..12"),
+    "Rules(players=8, hand_size=13)": ("RulesError", "allowed: hand_size 1..12"),
     "Rules(hand_size='13')": ("RulesError", ""),
     "Rules(decks='2')": ("RulesError", ""),
     "Rules(scoring=3)": ("RulesError", ""),

@@ -55,6 +55,8 @@ def test_players_2_to_8_hand_size_and_decks_defaults(players):
         ({"players": 1}, ["players=1", "2..8"]),
         ({"players": 8, "hand_size": 13}, ["hand_size=13", "players=8", "1..12"]),
         ({"players": 2, "hand_size": 26}, ["hand_size=26", "1..25"]),
+        ({"players": 8, "decks": 1}, ["hand_size=7 (the default", "decks=1", "1..6", "decks=2"]),
+        ({"players": 8, "decks": 1, "jokers": 2}, ["8x7+1 > 54 cards", "1..6"]),
         ({"decks": 3}, ["decks=3", "1, 2 or None"]),
         ({"scoring": "points"}, ["scoring='points'", "pip", "fives"]),
         ({"stock_out": "reshuffle"}, ["stock_out='reshuffle'", "pile_only"]),

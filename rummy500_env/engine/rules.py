@@ -57,28 +57,31 @@ class Rules:
         if self.decks is not None and (type(self.decks) is not int or self.decks not in (1, 2)):
             raise RulesError(f"decks={shown(self.decks)} is not allowed: use 1, 2 or None (auto)")
         if self.hand_size is not None:
-            self._check_hand_size()
+            _check_int("hand_size", self.hand_size, 1, None)
         _check_choice("scoring", self.scoring, SCORINGS)
         _check_choice("stock_out", self.stock_out, STOCK_OUTS)
         for name in ("discard_to_go_out", "top_card_must_meld", "winner_must_go_out"):
             _check_choice(name, getattr(self, name), (True, False))
         _check_int("target", self.target, 1, None)
         _check_choice("jokers", self.jokers, (0, 2))
+        self._check_hand_size()  # reads players, decks and jokers, checked above
         _check_choice("rummy_calls", self.rummy_calls, (True, False))
         for name in ("turn_limit", "hand_limit"):
             if getattr(self, name) is not None:
                 _check_int(name, getattr(self, name), 1, None, none_ok=True)
 
     def _check_hand_size(self) -> None:
-        """A hand size must leave at least one card for the pile (docs/rules.md §2)."""
-        _check_int("hand_size", self.hand_size, 1, None)
-        deck = self.deck_size
-        if self.players * self.cards_per_hand + 1 > deck:
+        """The hands dealt, given or by default, must leave at least one card for the pile
+        (docs/rules.md §2)."""
+        deck, size = self.deck_size, self.cards_per_hand
+        if self.players * size + 1 > deck:
             most = (deck - 1) // self.players
+            given = "" if self.hand_size is not None else " (the default for this many players)"
             raise RulesError(
-                f"hand_size={self.hand_size} with players={self.players} and "
+                f"hand_size={size}{given} with players={self.players} and "
                 f"decks={self.deck_count} leaves no card for the pile: "
-                f"{self.players}x{self.hand_size}+1 > {deck} cards; allowed: 1..{most}"
+                f"{self.players}x{size}+1 > {deck} cards; allowed: hand_size 1..{most}"
+                + (", or decks=2" if self.deck_count == 1 else "")
             )
 
     @property

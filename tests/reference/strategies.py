@@ -71,6 +71,8 @@ def rules_and_field(draw: st.DrawFn, calls: bool | None = None) -> tuple[Any, Ru
     decks = draw(st.sampled_from((None, None, 1, 2)))
     if decks is not None:
         over["decks"] = decks
+    if players == 8 and decks == 1:
+        over["hand_size"] = 6  # seven cards each would leave none for the pile (§2)
     for key, values in (
         ("scoring", ("pip", "fives")),
         ("stock_out", ("pile_only", "ends_hand", "pile_must_use")),
@@ -212,6 +214,7 @@ def positions(draw: st.DrawFn, phases: tuple[str, ...] = PHASES) -> dict[str, An
         spare = [h for h in (*hands, pile) if len(h) > 1]
         assume(spare)  # every card went to a hand; a stock is needed here (rare)
         stock.append(spare[0].pop())
+    assume(phase != "draw" or stock or pile)  # §1: with both empty the hand is over
     d: dict[str, Any] = {
         "rules": rules_field,
         "dealer": dealer,
