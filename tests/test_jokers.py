@@ -386,6 +386,18 @@ def test_jokers_taken_from_the_pile_are_known_until_played():
     assert g.known(0) == []
 
 
+def test_a_played_joker_unknows_the_taken_one_even_when_a_hidden_joker_is_held():
+    """The table cannot tell which joker was melded: the count known drops either way, and the
+    other seat's view does not show whether a second joker was held (§3, §5)."""
+    views = []
+    for hidden in ("JK", "KD"):
+        g = jgame(hands=[f"9S 9H {hidden} 2C", "2S 3S 4S"], pile="5C JK")
+        play(g, "take", "meld 9S 9H JK=9D")
+        assert g.known(0) == []
+        views.append(g.seat_view(1))
+    assert views[0] == views[1]
+
+
 def test_legal_play_order_melds_starts_with_a_joker_lay_offs_joker_lay_offs_discards():
     g = jgame(hands=["9S 9H 9D JK", "2S 3S"], melds=[("4C 5C 6C", 1)], phase="play")
     kinds = []

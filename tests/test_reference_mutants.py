@@ -86,16 +86,18 @@ def test_a_call_naming_two_cards_is_illegal_in_a_call_window():
     assert not g.is_legal(Action("call", (parse_card("9D"), parse_card("KC"))))
 
 
-def test_a_known_card_stays_known_while_one_known_copy_is_held():
-    """Two decks: the hand holds 9D, digs the other 9D and melds one of the two; the dug copy
-    may be the one still held, so 9D stays known, as long as the hand holds as many copies
-    as are known (docs/rules.md §3 "Pile cards are known"; mutant: the known count read one
-    too high, dropping it)."""
-    g = game(rules={"decks": 2}, hands=["9D 9H 9S 5C 7C", "2S 3S"], pile="9D KC 2C")
-    play(g, "dig 9D", "meld 9D 9H 9S")
-    assert g.to_dict()["known"][0] == ["2C", "KC", "9D"]
-    play(g, "discard 9D")
-    assert g.to_dict()["known"][0] == ["2C", "KC"]
+def test_playing_a_known_card_unknows_it_even_when_a_hidden_copy_is_held():
+    """Two decks: the hand digs a 9D and melds a 9D. The table cannot tell which copy was
+    melded, so 9D is no longer known, whether or not the hand held another: the other seat's
+    view is the same either way (docs/rules.md §3 "Pile cards are known"; mutant: the old
+    rule, a known copy kept while one is held, told the other seat of the hidden one)."""
+    views = []
+    for hidden in ("9D", "QC"):
+        g = game(rules={"decks": 2}, hands=[f"{hidden} 9H 9S 5C 7C", "2S 3S"], pile="9D KC 2C")
+        play(g, "dig 9D", "meld 9D 9H 9S")
+        assert g.to_dict()["known"][0] == ["2C", "KC"]
+        views.append(g.seat_view(1))
+    assert views[0] == views[1]
 
 
 def test_games_are_equal_only_when_their_positions_are():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rummy500_env import Game, IllegalActionError, Rules
+from rummy500_env import Game, IllegalActionError, InvalidPositionError, Rules
 from rummy500_env.engine.cards import parse_cards
 from rummy500_env.engine.melds import meld_from_cards
 from tests.helpers import game, legal, play
@@ -298,9 +298,24 @@ def test_hand_can_end_with_stock_and_pile_both_empty():
     assert g.phase == "hand_over" and g.pile == [] and g.stock == []
 
 
-def test_empty_pile_and_stock_leave_only_decline():
-    g = game(hands=["9S 9H", "2S 3S"], pile="", stock="", rest=1)
-    assert legal(g) == ["decline"]
+def test_a_call_that_empties_the_pile_with_the_stock_empty_ends_the_hand():
+    """§1: the hand ends when the player to act declines, or the pile is empty too; only a
+    call (§5) can leave it empty at a turn's start."""
+    g = game(
+        rules={"rummy_calls": True},
+        hands=["5C 2H 4D", "9S 9H 3S"],
+        pile="9D",
+        stock="",
+        phase="play",
+        rest=0,
+    )
+    play(g, "discard 5C", "call 9D", "meld 9D 9H 9S", "done")
+    assert g.phase == "hand_over" and g.went_out is None and g.pile == g.stock == []
+
+
+def test_a_position_with_the_stock_and_pile_empty_at_the_draw_is_refused():
+    with pytest.raises(InvalidPositionError, match="stock and the pile are both empty"):
+        game(hands=["9S 9H", "2S 3S"], pile="", stock="", rest=1)
 
 
 # --- scoring

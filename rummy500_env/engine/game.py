@@ -411,8 +411,8 @@ class Game:
     @property
     def current_player(self) -> int:
         """The player to act. After a hand ends: the player who acted last, or, when the hand
-        ended as a turn began (§2 `ends_hand` with an empty stock, §4 `turn_limit`), the
-        player whose turn it would have been."""
+        ended as a turn began (§2 `ends_hand` with an empty stock, §1 an empty stock and pile,
+        §4 `turn_limit`), the player whose turn it would have been."""
         return self.turn
 
     @property
@@ -1106,23 +1106,21 @@ class Game:
         self.count[p] += len(cards)
 
     def _remove(self, p: int, c: Card) -> None:
-        """Take one copy of `c` out of a hand; a known copy stays known only while one is held."""
+        """Take one copy of `c` out of a hand, in view of the table. A known copy of it stops
+        being known: the table cannot tell which copy was played, so whether another is still
+        held must not show (it would tell the others of a hidden card)."""
         self.count[p] -= 1
         if c == JOKER:
             self.jokers_held[p] -= 1
-            self.known_jokers[p] = min(self.known_jokers[p], self.jokers_held[p])
+            self.known_jokers[p] = max(self.known_jokers[p] - 1, 0)
             return
         self.held_once[p], self.held_twice[p] = multiset_remove(
             self.held_once[p], self.held_twice[p], c
         )
-        b = 1 << c
-        if self.known_once[p] & b:
-            held = (self.held_once[p] & b != 0) + (self.held_twice[p] & b != 0)
-            known = 1 + (self.known_twice[p] & b != 0)
-            if known > held:
-                self.known_once[p], self.known_twice[p] = multiset_remove(
-                    self.known_once[p], self.known_twice[p], c
-                )
+        if self.known_once[p] & (1 << c):
+            self.known_once[p], self.known_twice[p] = multiset_remove(
+                self.known_once[p], self.known_twice[p], c
+            )
 
     def _next_turn(self) -> None:
         """After a discard that leaves cards in hand: the turn is complete (§4 counts it);
@@ -1162,8 +1160,10 @@ class Game:
         self._start_turn()
 
     def _start_turn(self) -> None:
-        if not self.stock and self.rules.stock_out == "ends_hand":
-            self._end_hand()  # §2 `ends_hand`: a player must draw from an empty stock
+        """End the hand when the turn cannot begin: an empty stock under `ends_hand` (§2), or
+        an empty stock and an empty pile (§1; only a call can empty the pile)."""
+        if not self.stock and (self.rules.stock_out == "ends_hand" or not self.pile):
+            self._end_hand()
 
     def _end_hand(self) -> None:
         """Score the hand and decide whether the game is over (§1, §2, §4)."""

@@ -183,6 +183,8 @@ def _turn_problems(p: Position) -> list[str]:
             out.append(f"players {empty} hold no cards, so the hand is over, not {p.phase!r}")
         if p.phase in _DRAW_PHASES and not p.stock and r.stock_out == "ends_hand":
             out.append("the stock is empty under stock_out='ends_hand': the hand is over")
+        elif p.phase == "draw" and not p.stock and not p.pile:
+            out.append("the stock and the pile are both empty at the draw: the hand is over")
         if r.turn_limit is not None and p.turns >= r.turn_limit:
             out.append(
                 f"turns={shown(p.turns)} has reached turn_limit={r.turn_limit}: the hand is over"

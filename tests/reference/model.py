@@ -427,10 +427,11 @@ def _take(s: State, cards: list[int]) -> None:
 
 
 def _remove(s: State, card: int) -> None:
-    """A card leaves the hand; it stays known only as often as it is still held (§3)."""
+    """A card leaves the hand in view of the table; one known copy of it stops being known,
+    since the table cannot tell which copy was played (§3)."""
     hand, known = s.hands[s.turn], s.known[s.turn]
     hand.remove(card)
-    if known.count(card) > hand.count(card):
+    if card in known:
         known.remove(card)
 
 
@@ -563,6 +564,8 @@ def _resume(s: State, discarder: int) -> None:
         None,
         None,
     )
+    if not s.stock and not s.pile:
+        end_hand(s)  # §1: nothing to draw or take (a call took the whole pile)
 
 
 def _step_pass(s: State, args: list[str]) -> None:
