@@ -213,7 +213,7 @@ def test_bot_choice_does_not_change_when_only_hidden_jokers_and_cards_change(spe
         a2 = make_agent(spec, rules, 0).act(enc.encode(h, p), codec.mask(h))
         assert a1 == a2
         checked += 1
-    assert checked >= 8 and parse_card("JK") == JOKER
+    assert checked >= 8
 
 
 def test_greedy_with_calls_discards_the_card_no_opponent_could_call():

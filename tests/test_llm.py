@@ -390,7 +390,6 @@ def test_no_prompt_shows_a_card_the_seat_could_not_know(rules: Rules) -> None:
         current["seat"] = seat = game.current_player
         game.apply(agents[seat].decide(game.seat_view(seat), game.legal_actions()))
         steps += 1
-    assert steps == 600 or game.phase == "game_over"
     assert sum(a.counts.illegal + a.counts.unreadable for a in agents) == model.bad > 0
 
 

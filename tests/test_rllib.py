@@ -210,7 +210,7 @@ def test_trains_exports_resumes_and_the_file_plays_without_ray(ray_instance, tmp
     from rummy500_env.engine.rules import Rules
 
     result = play([policy, GreedyAgent(Rules.preset("standard"))], "standard", seed=3)
-    assert result.winner in (0, 1, None) and result.hand_scores
+    assert result.hand_scores
     out = tmp_path / "eval"
     args = [str(run / "policy.pt"), "random", "--games", "2", "--workers", "1", "--out", str(out)]
     assert evaluate_main(args) == 0
@@ -417,7 +417,7 @@ def test_card_run_exports_the_learner_plays_and_refuses_another_network(
     ppo_actor = new_model(PPOArgs(network="cards", channels=8, blocks=1, hidden=16)).actor
     assert exported.keys() == ppo_actor.state_dict().keys()
     result = play([policy, GreedyAgent(Rules.preset("standard"))], "standard", seed=3)
-    assert result.winner in (0, 1, None) and result.hand_scores
+    assert result.hand_scores
     out = tmp_path / "eval"
     cli = [str(path), "random", "--games", "2", "--workers", "1", "--out", str(out)]
     assert evaluate_main(cli) == 0

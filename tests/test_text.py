@@ -40,7 +40,7 @@ TABLES = {
 @pytest.mark.parametrize("name", list(TABLES))
 def test_every_prompt_reads_back_to_the_seat_view_and_the_legal_actions(name: str) -> None:
     rules = TABLES[name]
-    game, rng, grouped = Game.new(rules, seed=8), random.Random(8), 0
+    game, rng = Game.new(rules, seed=8), random.Random(8)
     for _ in range(700):
         if game.phase == "game_over":
             break
@@ -52,7 +52,6 @@ def test_every_prompt_reads_back_to_the_seat_view_and_the_legal_actions(name: st
         for limit in (30, 0):  # listed one a line, and grouped by kind
             text = render_prompt(view, legal, full_list_limit=limit)
             assert read_prompt(text) == (view, legal)
-        grouped += len(legal) > 30
         as_json = json.loads(json.dumps(prompt_json(view, legal)))
         assert read_prompt_json(as_json) == (view, legal)
         game.apply(rng.choice(legal))
