@@ -76,9 +76,9 @@ class Rules:
         deck, size = self.deck_size, self.cards_per_hand
         if self.players * size + 1 > deck:
             most = (deck - 1) // self.players
-            given = "" if self.hand_size is not None else " (the default for this many players)"
+            default_note = " (the default for this many players)" if self.hand_size is None else ""
             raise RulesError(
-                f"hand_size={size}{given} with players={self.players} and "
+                f"hand_size={size}{default_note} with players={self.players} and "
                 f"decks={self.deck_count} leaves no card for the pile: "
                 f"{self.players}x{size}+1 > {deck} cards; allowed: hand_size 1..{most}"
                 + (", or decks=2" if self.deck_count == 1 else "")
