@@ -6,6 +6,7 @@ import pytest
 
 from rummy500_env import Action, ActionParseError
 from rummy500_env.engine.cards import JOKER, CardParseError, card_str, parse_card, parse_cards
+from rummy500_env.engine.numbers import QUOTE_WIDTH, quoted
 
 RANK_FORMS = {0: ["A", "a"], 9: ["10", "T", "t"], 10: ["J"], 11: ["q"], 12: ["K"]}
 SUIT_FORMS = {0: ["C", "c", "♣"], 1: ["D", "♦"], 2: ["H", "h", "♥"], 3: ["S", "♠"]}
@@ -120,3 +121,59 @@ def test_a_meld_number_is_ascii_digits_only(text):
 def test_other_non_ascii_digits_are_parse_errors_too(text):
     with pytest.raises(ActionParseError):
         Action.parse(text)
+
+
+LONG = 1_000_000
+"""Characters of the long inputs below: a reply an endpoint once sent as its "action"."""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * LONG,
+        " " * LONG,
+        "draw " + "x" * LONG,
+        "dig 9D#" + "9" * LONG,
+        "discard JK=" + "9" * LONG,
+        "layoff 10C " + "9" * LONG,
+        "meld 9S 9H JK=9D " + "9D " * (LONG // 3),
+        "meld 9S 9H " + "9S " * (LONG // 3),
+        "discard " + "x" * LONG,
+        "meld 9S 9H " + "x" * LONG,
+    ],
+    ids=[
+        *("no-kind", "blank", "simple-kind", "dig-copy", "plain-card", "layoff", "jokers"),
+        *("meld", "no-card", "meld-no-card"),
+    ],
+)
+def test_a_long_action_text_is_quoted_as_a_bounded_excerpt_with_its_length(text: str) -> None:
+    """Issue 6 of the third probe: a refusal quoted its whole input, and `ask` sent it back to
+    the model (a 1 MB reply cost a 2 MB request on each retry and a record of 433 MB)."""
+    with pytest.raises(ActionParseError) as refused:
+        Action.parse(text)
+    message = str(refused.value)
+    assert len(message) < 1_000, message[:300]
+    assert f"({len(text)} characters)" in message
+
+
+def test_a_quote_is_the_whole_text_when_short_and_an_excerpt_with_its_length_when_long() -> None:
+    assert quoted("draw 2C") == "'draw 2C'"
+    cut = quoted("x" * 500)
+    assert cut.startswith("'xxx") and cut.endswith("... (500 characters)")
+    assert len(cut) < QUOTE_WIDTH + 30
+    assert quoted("\n" * 10, width=12) == "'\\n\\n\\n\\n... (10 characters)"
+
+
+def test_an_action_that_is_no_text_is_quoted_as_a_bounded_excerpt() -> None:
+    with pytest.raises(ActionParseError) as refused:
+        Action.parse(["draw"] * LONG)
+    assert len(str(refused.value)) < 200
+
+
+def test_a_meld_longer_than_a_full_run_is_no_meld() -> None:
+    """No meld holds more than thirteen cards (a run of every rank), so the text of a longer
+    one is refused before it becomes an action a refusal would print card by card."""
+    run = "meld " + " ".join(f"{r}C" for r in "A 2 3 4 5 6 7 8 9 10 J Q K".split())
+    assert len(Action.parse(run).cards) == 13
+    with pytest.raises(ActionParseError, match="a meld holds at most 13 cards, got 14"):
+        Action.parse(run + " AD")

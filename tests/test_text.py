@@ -15,8 +15,12 @@ from rummy500_env.agents.llm import ThroughText
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.notation import Action
 from rummy500_env.rl.text import (
+    Exchange,
     PromptReadError,
+    ReplyCounts,
     ReplyError,
+    ReplyPolicy,
+    ask,
     find_action,
     prompt_json,
     read_prompt,
@@ -143,3 +147,53 @@ def check_the_shipped_model_through_text() -> None:
             plain.totals,
             plain.hand_scores,
         )
+
+
+DEEP = '{"action": ' * 100_000
+"""JSON nested deeper than the parser's recursion limit."""
+
+
+def test_deeply_nested_json_or_a_huge_number_in_a_reply_is_unreadable_not_a_crash() -> None:
+    """Issue 12 of the third probe: `find_action` caught only `JSONDecodeError`, so a reply
+    nested too deeply (`RecursionError`) or holding a number too long to read (`ValueError`)
+    crashed `ask`. Such a reply is read on like any other that is no JSON object."""
+    with pytest.raises(ReplyError, match="no action found"):
+        find_action(DEEP)
+    assert find_action(DEEP + " [draw]") == Action.parse("draw")
+    assert find_action('{"action": "draw", "n": ' + "1" * 5000 + "}") == Action.parse("draw")
+    game = Game.new(Rules(), seed=1)
+    view, legal = game.seat_view(0), game.legal_actions()
+    counts = ReplyCounts()
+    chosen = ask(view, legal, lambda _: DEEP, ReplyPolicy(), counts, random.Random(0))
+    assert chosen == legal[0]
+    assert (counts.replies, counts.unreadable, counts.fallbacks) == (3, 3, 1)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        json.dumps({"action": "x" * 1_000_000}),
+        json.dumps({"action": "meld 9S 9H " + "9D " * 300_000}),
+        "I would meld 9S 9H " + "9D " * 300_000,
+    ],
+    ids=["no-kind", "long-meld", "long-meld-in-prose"],
+)
+def test_a_long_reply_is_sent_back_as_a_bounded_excerpt(reply: str) -> None:
+    """Issue 6 of the third probe: the refusal quoted the whole reply, so each retry's prompt
+    (and the record of it) grew by the reply's size."""
+    game = Game.new(Rules(), seed=1)
+    view, legal = game.seat_view(0), game.legal_actions()
+    prompts: list[str] = []
+    refusals: list[str | None] = []
+
+    def answer(prompt: str) -> str:
+        prompts.append(prompt)
+        return reply
+
+    def log(exchange: Exchange) -> None:
+        refusals.append(exchange.refusal)
+
+    ask(view, legal, answer, ReplyPolicy(retries=2), ReplyCounts(), random.Random(0), log)
+    assert len(prompts) == 3 and prompts[1].startswith("REFUSED: ")
+    assert all(len(p) < len(prompts[0]) + 1_000 for p in prompts[1:])
+    assert all(why is not None and len(why) < 1_000 for why in refusals)

@@ -236,3 +236,40 @@ def test_every_registered_variant_resets() -> None:
             player_id, observation = env.get_observation()
             assert player_id in (0, 1)
             assert isinstance(observation, str if suffix != "-raw" else list)
+
+
+def test_a_reply_reaches_its_author_alone_as_a_bounded_excerpt() -> None:
+    """Issues 17 and 18c of the third probe: each reply was broadcast whole to every seat (a
+    model that wrote its hand in its reply showed it to the others, and a reply could put text
+    into another model's context), and the raw env kept every reply whole for the episode.
+    The env announces the move itself; the reply goes back to its author, cut short."""
+    from rummy500_env.rl.textarena_env import Rummy500TextEnv
+
+    env = Rummy500TextEnv(error_allowance=3)
+    env.reset(num_players=3, seed=4)
+    author, _ = env.get_observation()
+    secret = "SECRET-" + "x" * 1_000_000
+    for reply in (f"{secret} nonsense", f"{secret} [draw]"):
+        env.step(action=reply)
+    for seat, observations in env.state.observations.items():
+        texts = [message for _, message, _ in observations]
+        if seat == author:
+            assert any("SECRET-" in text for text in texts)
+        else:
+            assert not any("SECRET" in text for text in texts)
+            assert f"Player {author}: draw" in texts
+    kept = sum(len(message) for _, message in env.state.logs)
+    kept += sum(len(m) for obs in env.state.observations.values() for _, m, _ in obs)
+    assert kept < 100_000
+
+
+def test_deeply_nested_json_in_a_reply_is_refused_like_any_unreadable_reply() -> None:
+    """Issue 12 of the third probe: it raised `RecursionError` out of `step` (a bracket in the
+    reply keeps the default wrappers from bracketing it whole)."""
+    env = ta.make("Rummy500-v0")
+    env.reset(num_players=2, seed=1)
+    env.get_observation()
+    done, _ = env.step(action='{"action": [' * 100_000)
+    assert not done
+    _, observation = env.get_observation()
+    assert "REFUSED: no action could be read from your reply" in observation

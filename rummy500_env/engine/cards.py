@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import TypeAlias, TypeVar
 
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.numbers import quoted
 
 Card: TypeAlias = int
 """A card id 0..51 (see the module docstring); 52 is the joker."""
@@ -89,7 +90,8 @@ def parse_card(text: str) -> Card:
         if rank is not None and suit is not None:
             return suit * 13 + rank
     raise CardParseError(
-        f"not a card: {text!r}; write rank then suit, e.g. 'AS', '10H' (or 'TH', '10♥'), 'QC', 'JK'"
+        f"not a card: {quoted(text)}; write rank then suit, e.g. 'AS', '10H' (or 'TH', '10♥'), "
+        "'QC', 'JK'"
     )
 
 

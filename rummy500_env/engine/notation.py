@@ -28,7 +28,8 @@ from rummy500_env.engine.cards import (
     rank_of,
 )
 from rummy500_env.engine.errors import ActionParseError
-from rummy500_env.engine.melds import ACE, JOKER_START_PAIRS, MELD_TEMPLATES, place_str
+from rummy500_env.engine.melds import ACE, FULL_RUN, JOKER_START_PAIRS, MELD_TEMPLATES, place_str
+from rummy500_env.engine.numbers import quoted, shown
 
 ActionKind = Literal[
     "draw", "take", "dig", "decline", "meld", "layoff", "discard", "call", "pass", "done"
@@ -118,16 +119,16 @@ class Action(NamedTuple):
     def parse(cls, text: object) -> Action:
         """Parse the text notation (any case, any card form); raises `ActionParseError`."""
         if not isinstance(text, str):
-            raise ActionParseError(f"an action must be text or an Action, not {text!r}")
+            raise ActionParseError(f"an action must be text or an Action, not {shown(text)}")
         words = text.replace(",", " ").split()
         if not words:
-            raise ActionParseError(f"empty action text {text!r}; {SYNTAX}")
+            raise ActionParseError(f"empty action text {quoted(text)}; {SYNTAX}")
         try:
             action = _parse_words(words[0].lower(), words[1:], text)
         except CardParseError as e:
-            raise ActionParseError(f"in action {text!r}: {e}") from None
+            raise ActionParseError(f"in action {quoted(text)}: {e}") from None
         if action is None:
-            raise ActionParseError(f"not an action: {text!r}; {SYNTAX}")
+            raise ActionParseError(f"not an action: {quoted(text)}; {SYNTAX}")
         return action
 
 
@@ -135,7 +136,7 @@ def _parse_words(kind: str, args: list[str], text: str) -> Action | None:
     """The action of a kind word and its arguments, or None if they do not fit together."""
     if kind in SIMPLE_ACTIONS:
         if args:
-            raise ActionParseError(f"{kind!r} takes no arguments, got {text!r}")
+            raise ActionParseError(f"{kind!r} takes no arguments, got {quoted(text)}")
         return SIMPLE_ACTIONS[kind]
     if kind in ("dig", "call") and len(args) == 1:
         name, _, copy = args[0].partition("#")
@@ -144,9 +145,13 @@ def _parse_words(kind: str, args: list[str], text: str) -> Action | None:
         if copy and copy not in [str(k) for k in range(1, most + 1)]:
             raise ActionParseError(
                 f"{kind} copy must be #1 to #{most} ({'four jokers' if most == 4 else 'two decks'}"
-                f"), got {text!r}"
+                f"), got {quoted(text)}"
             )
         return Action(kind, (card,), -1, int(copy or 1))  # type: ignore[arg-type]  # dig|call
+    if kind == "meld" and len(args) > FULL_RUN:
+        raise ActionParseError(
+            f"a meld holds at most {FULL_RUN} cards, got {len(args)} in {quoted(text)}"
+        )
     if kind == "meld" and len(args) >= 3:
         places = [_place(a, text) for a in args]
         return meld_action((c for c, _ in places), _joker_mask(places, text))
@@ -154,7 +159,7 @@ def _parse_words(kind: str, args: list[str], text: str) -> Action | None:
         if not _is_meld_number(args[1]):
             raise ActionParseError(
                 f"layoff needs a card and a meld number in the digits 0-9 (at most "
-                f"{MELD_NUMBER_DIGITS}), e.g. 'layoff 10C 2', got {text!r}"
+                f"{MELD_NUMBER_DIGITS}), e.g. 'layoff 10C 2', got {quoted(text)}"
             )
         card, joker = _place(args[0], text)
         if joker:
@@ -180,8 +185,8 @@ def _plain_card(word: str, text: str) -> Card:
     """A card named on its own (dig, call, discard): ``JK=9D`` belongs to melds only."""
     if "=" in word:
         raise ActionParseError(
-            f"{word!r} in {text!r}: a joker is named as the card it stands for only in a meld "
-            "or a lay-off; here write JK"
+            f"{quoted(word)} in {quoted(text)}: a joker is named as the card it stands for only "
+            "in a meld or a lay-off; here write JK"
         )
     return parse_card(word)
 
@@ -191,15 +196,19 @@ def _place(word: str, text: str) -> tuple[Card, bool]:
     head, eq, stands = word.partition("=")
     if eq:
         if parse_card(head) != JOKER:
-            raise ActionParseError(f"{word!r} in {text!r}: only a joker stands for a card (JK=9D)")
+            raise ActionParseError(
+                f"{quoted(word)} in {quoted(text)}: only a joker stands for a card (JK=9D)"
+            )
         card = parse_card(stands)
         if card == JOKER:
-            raise ActionParseError(f"{word!r} in {text!r}: a joker stands for a natural card")
+            raise ActionParseError(
+                f"{quoted(word)} in {quoted(text)}: a joker stands for a natural card"
+            )
         return card, True
     card = parse_card(word)
     if card == JOKER:
         raise ActionParseError(
-            f"{text!r}: a joker in a meld or lay-off must name the card it stands for, "
+            f"{quoted(text)}: a joker in a meld or lay-off must name the card it stands for, "
             "e.g. JK=9D (docs/rules.md §5)"
         )
     return card, False
@@ -212,12 +221,12 @@ def _joker_mask(places: list[tuple[Card, bool]], text: str) -> int:
     for c, joker in places:
         if joker:
             if mask >> c & 1:
-                raise ActionParseError(f"{text!r}: two jokers stand for {card_str(c)}")
+                raise ActionParseError(f"{quoted(text)}: two jokers stand for {card_str(c)}")
             mask |= 1 << c
     for c, joker in places:
         if not joker and mask >> c & 1:
             raise ActionParseError(
-                f"{text!r}: {card_str(c)} is named both as itself and as JK={card_str(c)}; a "
+                f"{quoted(text)}: {card_str(c)} is named both as itself and as JK={card_str(c)}; a "
                 "meld holds each card once"
             )
     return mask

@@ -125,3 +125,16 @@ def shown(value: object, width: int = SHOWN_WIDTH) -> str:
     except RecursionError:
         return f"<a {type(value).__name__} nested too deeply to show>"
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+QUOTE_WIDTH = 100
+"""Characters of a text a message quotes (`quoted`): a long action's start, enough to find it."""
+
+
+def quoted(text: str, width: int = QUOTE_WIDTH) -> str:
+    """`text` as a message quotes it (`shown`), its length added when it is cut: a model's
+    reply may be megabytes, and a refusal sent back whole made each retry (and its record)
+    that much longer."""
+    head = text[: width + 1]  # enough to tell a cut: repr costs no more for a megabyte
+    excerpt = shown(head, width)
+    return excerpt if excerpt == repr(head) else f"{excerpt} ({len(text)} characters)"

@@ -34,6 +34,7 @@ from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.melds import Meld, meld_from_cards
 from rummy500_env.engine.notation import SYNTAX, Action
+from rummy500_env.engine.numbers import read_json
 from rummy500_env.engine.positions import Phase
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.seat_view import SeatView
@@ -478,9 +479,9 @@ def find_action(reply: str) -> Action:
         raise ReplyError(f"a reply must be text, got {type(reply).__name__}")
     text = _unfenced(reply.strip())
     if text.startswith("{"):
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError:
+        try:  # not JSON, nested too deeply or a number too long to read: read on as text
+            obj = read_json(text, "the reply", ReplyError)
+        except ReplyError:
             obj = None
         if isinstance(obj, dict) and isinstance(obj.get("action"), str):
             return Action.parse(obj["action"])

@@ -7,11 +7,12 @@ player to act gets the text protocol's prompt (`rummy500_env.rl.text.render_prom
 from its `SeatView`: what it may know) as the ``GAME_BOARD``, and every player sees each
 action played (``Player 1: discard 5C``; all actions are public, a stock draw names no
 card). A reply is read as the protocol reads one (``[discard 5C]``, or the action anywhere in
-the text). An illegal or unreadable reply is refused with the engine's reason and the player
-answers again, `error_allowance` times per decision (TextArena's convention, default 1); past
-that the player loses (reward -1, every other player +1). At the end the highest total wins
-(+1, the others -1; a draw at the hand limit, 0 each), and the step's info carries the totals
-and the hand scores.
+the text); it is shown to its author alone, as a bounded excerpt (`quoted`), since it may
+hold the author's hand or text meant for another model's context. An illegal or unreadable
+reply is refused with the engine's reason and the player answers again, `error_allowance`
+times per decision (TextArena's convention, default 1); past that the player loses (reward
+-1, every other player +1). At the end the highest total wins (+1, the others -1; a draw at
+the hand limit, 0 each), and the step's info carries the totals and the hand scores.
 
 Ids (registered with TextArena by `rummy500_env.rl.registration` after ``import
 rummy500_env``, whichever of the two is imported first): ``Rummy500-v0`` (the standard rules)
@@ -31,6 +32,7 @@ import textarena as ta
 
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.game import Game
+from rummy500_env.engine.numbers import quoted
 from rummy500_env.engine.render import render
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rl.text import FULL_LIST_LIMIT, find_action, render_prompt
@@ -124,8 +126,11 @@ class Rummy500TextEnv(ta.Env):  # type: ignore[misc]  # textarena is untyped
     def step(self, action: str) -> tuple[bool, dict[str, Any]]:
         assert self.game is not None, "call reset() before step()"
         player = self.state.current_player_id
-        self.state.add_observation(
-            from_id=player, message=action, observation_type=ta.ObservationType.PLAYER_ACTION
+        self.state.add_observation(  # to its author alone, cut short: it may hold the
+            from_id=player,  # author's hand or text aimed at another model, and the state
+            to_id=player,  # keeps it for the episode; the move itself is announced below
+            message=quoted(action),
+            observation_type=ta.ObservationType.PLAYER_ACTION,
         )
         why: str | None
         try:
