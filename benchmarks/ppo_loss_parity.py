@@ -36,7 +36,7 @@ import torch
 import rummy500_env
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.training import ppo, rllib
-from rummy500_env.training.rollouts import gae, new_model
+from rummy500_env.training.model import gae, new_model
 
 PAD_EVERY = 16
 """Every 16th row of the fixed batch is an appended step (RLlib's loss mask False)."""

@@ -386,7 +386,7 @@ def test_card_run_exports_the_learner_plays_and_refuses_another_network(
     from rummy500_env.training.common import RunFolder
     from rummy500_env.training.evaluate import main as evaluate_main
     from rummy500_env.training.ppo import Args as PPOArgs
-    from rummy500_env.training.rollouts import new_model
+    from rummy500_env.training.model import new_model
 
     run = tmp_path / "run"
     flags = [*TINY, *CARDS, "--num-env-runners", "1", "--num-envs-per-env-runner", "4"]

@@ -8,7 +8,7 @@ import pytest
 
 from rummy500_env import IllegalActionError, Rummy500Error
 from rummy500_env.agents import GreedyAgent, RandomAgent
-from rummy500_env.training.selfplay import SelfPlayGames, act_batch
+from rummy500_env.rl.selfplay import SelfPlayGames
 
 
 class CountingBatchAgent:
@@ -40,7 +40,7 @@ def test_every_row_is_a_learner_decision_and_returns_add_up(rules, episode):
     for _ in range(300):
         assert masks.any(axis=1).all() and obs.shape == (6, games.observation_size)
         for i, env in enumerate(games.envs):
-            assert env.agent_name_mapping[env.agent_selection] == games.learner[i]
+            assert env.aec.agent_name_mapping[env.aec.agent_selection] == games.learner[i]
         step = games.step(random_actions(masks, rng))
         running += step.rewards
         for i, ret in enumerate(step.episode_returns):
@@ -93,11 +93,20 @@ def test_a_seed_replays_the_same_games():
     assert play(7) != play(8)
 
 
-def test_act_batch_falls_back_to_act_row_by_row():
-    games = SelfPlayGames("standard", 2, [RandomAgent(0)], seed=0)
-    obs, masks = games.reset()
-    actions = act_batch(RandomAgent(3), obs, masks)
-    assert actions.shape == (2,) and all(masks[i, a] for i, a in enumerate(actions))
+def test_an_opponent_without_act_batch_is_asked_act_game_by_game():
+    class Counting(RandomAgent):
+        calls = 0
+
+        def act(self, observation, action_mask):
+            self.calls += 1
+            return super().act(observation, action_mask)
+
+    agent = Counting(3)
+    games = SelfPlayGames("standard", 4, [agent], seed=0)
+    _, masks = games.reset()
+    for _ in range(10):
+        masks = games.step(random_actions(masks, np.random.default_rng(0))).action_masks
+    assert agent.calls >= 10
 
 
 @pytest.mark.parametrize(
@@ -134,7 +143,7 @@ def test_an_action_outside_a_mask_is_refused_before_any_game_moves():
     with pytest.raises(Rummy500Error, match=r"call reset\(\) before step\(\)"):
         games.step([0, 0, 0])
     _, masks = games.reset()
-    before = [env.game.to_dict() for env in games.envs]
+    before = [env.aec.game.to_dict() for env in games.envs]
     illegal = int(np.flatnonzero(~masks[1])[0])
     actions = [int(np.flatnonzero(m)[0]) for m in masks]
     actions[1] = illegal
@@ -142,4 +151,4 @@ def test_an_action_outside_a_mask_is_refused_before_any_game_moves():
         games.step(actions)
     with pytest.raises(Rummy500Error, match="one int action id per game"):
         games.step([0, 0])
-    assert [env.game.to_dict() for env in games.envs] == before
+    assert [env.aec.game.to_dict() for env in games.envs] == before

@@ -193,7 +193,7 @@ print("played", result.totals)
 def test_policy_agent_matches_the_trained_model_and_stays_in_the_mask(trained):
     from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
     from rummy500_env.training.ppo import args_from_dict, load_checkpoint
-    from rummy500_env.training.rollouts import new_model
+    from rummy500_env.training.model import new_model
 
     args = args_from_dict(json.loads((trained / "config.json").read_text()))
     model = new_model(args)
@@ -223,7 +223,7 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(trained, tmp_p
     import shutil
 
     from rummy500_env.training.ppo import args_from_dict, load_checkpoint
-    from rummy500_env.training.rollouts import new_model
+    from rummy500_env.training.model import new_model
 
     run = tmp_path / "run"
     shutil.copytree(trained, run)

@@ -13,11 +13,11 @@ import pytest
 pytest.importorskip("tyro")
 import torch
 
+from rummy500_env.rl.selfplay import SelfPlayGames
 from rummy500_env.training.common import ConfigError
 from rummy500_env.training.parallel import SEED_STRIDE, CollectionError, shares
 from rummy500_env.training.ppo import Trainer, args_from_dict, load_yaml
 from rummy500_env.training.rollouts import Collector, opponent_pool
-from rummy500_env.training.selfplay import SelfPlayGames
 
 SMALL = {
     "n_games": 5,

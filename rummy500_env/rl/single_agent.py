@@ -32,7 +32,7 @@ Two conventions serve Gymnasium's vector envs (`rummy500_env.rl.vector`, docs/fr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import gymnasium
@@ -47,6 +47,9 @@ from rummy500_env.rl.rummy500_v0 import raw_env
 Opponents = Any  # an agent, a callable, or a sequence with one per other seat
 REDEALS = 1000
 """Deals `reset` tries before it gives up on reaching a decision of the learner."""
+MAX_ROUNDS = 10_000
+"""Opponent rounds `play_opponents` may take before it gives up (opponents that never let the
+learner act would otherwise loop for ever)."""
 OPPONENT_STREAM = 1
 """Mixed with the env's seed (and the opponent's index) to seed its default opponents."""
 DONE_ACTION = 0
@@ -172,10 +175,8 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
         # Deals come from the env's own generator, so a reset without a seed after a seeded
         # one deals reproducibly (Gymnasium's convention; vector envs reset that way).
         aec_seed = int(self.np_random.integers(2**63))
-        self._illegal_end = False
-        self.learner = me = self.aec.possible_agents[self.seat]
         for _deal in range(REDEALS):
-            self.aec.reset(seed=aec_seed, options=options)
+            me = self._deal(aec_seed, options)
             self._play_opponents()
             if not (self.aec.terminations[me] or self.aec.truncations[me]):
                 return self._observation(), self._info()
@@ -249,8 +250,16 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
         if not self._check_learner_action(action):
             self._illegal_end = True
             return 0.0
-        self.aec.step(int(action))
-        return float(self.aec.rewards[self._require_reset()])
+        return self._play(int(action))
+
+    def _deal(self, aec_seed: int | None, options: dict[str, Any] | None = None) -> str:
+        """A new deal in the AEC env, the learner in `seat` and nobody moved yet; the learner's
+        agent name. `reset` plays the opponents after it; batched self-play
+        (`rummy500_env.rl.selfplay`) deals its own games with it, seat and opponents chosen."""
+        self._illegal_end = False
+        self.learner = self.aec.possible_agents[self.seat]
+        self.aec.reset(seed=aec_seed, options=options)
+        return self.learner
 
     def _opponent_to_act(self) -> Agent | None:
         """The opponent to act now; None when the learner is to act or the episode is over."""
@@ -264,21 +273,21 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
         """The observation dict of the opponent to act (for agents that act on one)."""
         return self.aec.observe(self.aec.agent_selection)
 
-    def _opponent_plays(self, action: int) -> float:
-        """Play the opponent's action; the learner's reward from it."""
+    def _play(self, action: int) -> float:
+        """Play an action id, already checked, for the seat to act; the learner's reward."""
         self.aec.step(action)
         return float(self.aec.rewards[self._require_reset()])
 
     def _play_opponents(self) -> float:
         """Let the other seats act until the learner is to act or the episode ends; return the
         reward the learner received meanwhile."""
-        reward = 0.0
-        while (opponent := self._opponent_to_act()) is not None:
-            game = self.aec.game
-            assert game is not None, "an episode is being played"
-            action = choose(opponent, game, self.aec.codec, self._opponent_observation)
-            reward += self._opponent_plays(action)
-        return reward
+        received = [0.0]
+
+        def credit(_env: int, reward: float) -> None:
+            received[0] += reward
+
+        play_opponents([self], [0], credit)
+        return received[0]
 
     def _result(self, reward: float) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """`step`'s return once the opponents have played."""
@@ -300,3 +309,66 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
         info = self.aec.infos.get(self._require_reset(), {})
         # No None values: a vector env cannot stack them (see the module docstring).
         return {k: v for k, v in info.items() if v is not None} | {"seat": self.seat}
+
+
+def play_opponents(
+    envs: Sequence[Rummy500SingleAgentEnv],
+    playing: Iterable[int],
+    credit: Callable[[int, float], None],
+    settle: Callable[[int], None] | None = None,
+) -> None:
+    """Let the opponents in ``envs[i]``, for each i in `playing`, act until each env's learner
+    is to act or its episode is over: the one loop of the opponents' turns behind the
+    single-agent env, the vector env (`rummy500_env.rl.vector`) and batched self-play
+    (`rummy500_env.rl.selfplay`).
+
+    It plays in rounds: each round asks every opponent once for all the envs where it is to
+    act (`opponent_actions`; a batch only where `envs` holds more than one env, so a lone env
+    asks ``act`` as a PettingZoo loop would), in env order, and hands the learner's reward
+    from each move to ``credit(i, reward)``. ``settle(i)``, called on each env still playing before each round,
+    may start a new episode there (batched self-play deals a finished game again at once, and
+    the new deal's opponents play in the same rounds).
+    """
+    playing = list(playing)
+    batch = len(envs) > 1
+    for _round in range(MAX_ROUNDS):
+        if settle is not None:
+            for i in playing:
+                settle(i)
+        turns: dict[int, tuple[Agent, list[int]]] = {}
+        for i in playing:
+            opponent = envs[i]._opponent_to_act()
+            if opponent is not None:
+                turns.setdefault(id(opponent), (opponent, []))[1].append(i)
+        if not turns:
+            return
+        for opponent, rows in turns.values():
+            actions = opponent_actions(opponent, [envs[i] for i in rows], batch)
+            for i, action in zip(rows, actions, strict=True):
+                credit(i, envs[i]._play(action))
+        moved = {i for _, rows in turns.values() for i in rows}
+        playing = [i for i in playing if i in moved]
+    raise Rummy500Error(
+        f"the opponents played {MAX_ROUNDS} rounds without reaching a learner decision in "
+        f"every env: check the rules ({envs[0].rules}) and the opponents"
+    )
+
+
+def opponent_actions(
+    opponent: Agent, envs: Sequence[Rummy500SingleAgentEnv], batch: bool = True
+) -> list[int]:
+    """The opponent's actions in these envs, where it is to act: a bot decides on each seat's
+    view (`choose`); with `batch`, any other agent with ``act_batch`` is asked once for all
+    their observations (one forward pass for a policy); else `choose` (``act``) env by env."""
+    batched = getattr(opponent, "act_batch", None) if batch else None
+    if batched is not None and getattr(opponent, "decide", None) is None:
+        observations = [env._opponent_observation() for env in envs]
+        obs = np.stack([o["observation"] for o in observations])
+        masks = np.stack([o["action_mask"] for o in observations]).astype(bool)
+        return [int(a) for a in batched(obs, masks)]
+    out = []
+    for env in envs:
+        game = env.aec.game
+        assert game is not None, "an episode is being played"
+        out.append(choose(opponent, game, env.aec.codec, env._opponent_observation))
+    return out

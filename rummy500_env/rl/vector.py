@@ -35,8 +35,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from rummy500_env.engine.errors import IllegalActionError, Rummy500Error
-from rummy500_env.rl.opponents import Agent, choose
-from rummy500_env.rl.single_agent import DONE_ACTION, Rummy500SingleAgentEnv
+from rummy500_env.rl.single_agent import DONE_ACTION, Rummy500SingleAgentEnv, play_opponents
 
 __all__ = ["DONE_ACTION", "Rummy500VectorEnv"]
 
@@ -217,19 +216,13 @@ class Rummy500VectorEnv(gymnasium.vector.VectorEnv):  # type: ignore[misc]  # an
 
     def _play_opponents(self, playing: list[int]) -> None:
         """Let the opponents of the given envs act until each env's learner is to act or its
-        episode is over, in rounds: each round asks every opponent once for all the envs it
-        is to act in (`_actions`)."""
-        while playing:
-            turns: dict[int, tuple[Agent, list[int]]] = {}
-            for i in playing:
-                opponent = self.envs[i]._opponent_to_act()
-                if opponent is not None:
-                    turns.setdefault(id(opponent), (opponent, []))[1].append(i)
-            for opponent, envs in turns.values():
-                actions = _actions(opponent, [self.envs[i] for i in envs])
-                for i, action in zip(envs, actions, strict=True):
-                    self._rewards[i] += self.envs[i]._opponent_plays(action)
-            playing = [i for _, envs in turns.values() for i in envs]
+        episode is over, in rounds (`play_opponents`: each round asks every opponent once for
+        all the envs it is to act in)."""
+
+        def credit(i: int, reward: float) -> None:
+            self._rewards[i] += reward
+
+        play_opponents(self.envs, playing, credit)
 
     def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
         if seed is None:
@@ -241,20 +234,3 @@ class Rummy500VectorEnv(gymnasium.vector.VectorEnv):  # type: ignore[misc]  # an
             raise Rummy500Error(f"give one seed per env ({self.num_envs}), got {len(seeds)}")
         return seeds
 
-
-def _actions(opponent: Agent, envs: list[Rummy500SingleAgentEnv]) -> list[int]:
-    """The opponent's actions in these envs, where it is to act: a bot decides on each seat's
-    view (`choose`); any other agent with ``act_batch`` is asked once for all their
-    observations; else `choose` (``act``) env by env."""
-    batched = getattr(opponent, "act_batch", None)
-    if batched is not None and len(envs) > 1 and getattr(opponent, "decide", None) is None:
-        observations = [env._opponent_observation() for env in envs]
-        obs = np.stack([o["observation"] for o in observations])
-        masks = np.stack([o["action_mask"] for o in observations]).astype(bool)
-        return [int(a) for a in batched(obs, masks)]
-    out = []
-    for env in envs:
-        game = env.aec.game
-        assert game is not None, "an episode is being played"
-        out.append(choose(opponent, game, env.aec.codec, env._opponent_observation))
-    return out

@@ -26,14 +26,8 @@ import numpy as np
 import torch
 
 from rummy500_env.engine.errors import Rummy500Error
-from rummy500_env.training.rollouts import (
-    ActorCritic,
-    Collector,
-    LearnerSettings,
-    Rollout,
-    new_collector,
-    new_model,
-)
+from rummy500_env.training.model import ActorCritic, new_model
+from rummy500_env.training.rollouts import Collector, LearnerSettings, Rollout, new_collector
 
 SEED_STRIDE = 1_000_003
 """Worker k's seeds are the run's plus k times this: far from the run's own."""

@@ -46,7 +46,6 @@ from rummy500_env.agents.networks import KINDS
 from rummy500_env.agents.policy import PolicyAgent, current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
-from rummy500_env.rl.hidden import hidden_hands
 from rummy500_env.training.common import (
     ConfigError,
     Every,
@@ -67,16 +66,9 @@ from rummy500_env.training.common import (
     trainer_main,
 )
 from rummy500_env.training.common import load_yaml as load_yaml  # benchmarks/ import it here
+from rummy500_env.training.model import ADAM_EPS, ActorCritic, masked_logits, new_model, ppo_loss
 from rummy500_env.training.parallel import ParallelCollector, shares
-from rummy500_env.training.rollouts import (
-    CRITICS,
-    ActorCritic,
-    Collector,
-    Rollout,
-    masked_logits,
-    new_collector,
-    new_model,
-)
+from rummy500_env.training.rollouts import Collector, Rollout, new_collector
 
 
 @dataclass
@@ -84,7 +76,6 @@ class Args(SelfPlayArgs):
     """Self-play PPO for Rummy 500."""
 
     TRAINER = "ppo"
-    RESUME_KEEPS = ("critic",)
 
     n_games: int = 64
     """Games played side by side; the learner's decisions of all of them are one batch."""
@@ -122,11 +113,6 @@ class Args(SelfPlayArgs):
     """mlp: hidden layer widths of the actor and of its separate critic."""
     activation: str = "tanh"
     """mlp: hidden activation, tanh or relu."""
-    critic: str = "obs"
-    """What the critic behind the advantages reads: "obs", the learner's observation (the card
-    network's own value head, or the mlp's separate critic); "full", that and the other seats'
-    hands (a separate MLP of net_arch widths, for training only; the exported actor is the
-    same network and never reads them). A run resumes with its own critic."""
     bc_decisions: int = 0
     """ExpertAgent decisions imitated before PPO (behaviour cloning; 0 trains from scratch)."""
     bc_epochs: int = 6
@@ -171,7 +157,6 @@ class Args(SelfPlayArgs):
         )
         require(self, 0 < self.max_grad_norm < math.inf, "max_grad_norm", "use a finite number > 0")
         require(self, self.network in KINDS, "network", f"use one of {KINDS}")
-        require(self, self.critic in CRITICS, "critic", f"use one of {CRITICS}")
         require(
             self,
             self.minibatch_size <= self.rollout_size,
@@ -207,7 +192,6 @@ def collect_expert(args: Args, decisions: int) -> dict[str, np.ndarray]:
     expert = make_agent("expert", rules, seed=args.seed)
     opponents = [make_agent(name, rules, seed=args.seed) for name in ("greedy", "expert", "random")]
     obs_l: list[np.ndarray[Any, Any]] = []
-    hidden_l: list[np.ndarray[Any, Any]] = []
     mask_l: list[np.ndarray[Any, Any]] = []
     act_l: list[int] = []
     ret_l: list[float] = []
@@ -224,9 +208,6 @@ def collect_expert(args: Args, decisions: int) -> dict[str, np.ndarray]:
             if env.agent_name_mapping[agent] == me:
                 a = expert.act(o["observation"], o["action_mask"])
                 obs_l.append(o["observation"])
-                if args.critic == "full":
-                    assert env.game is not None, "the env is reset"
-                    hidden_l.append(hidden_hands(env.game, me))
                 mask_l.append(o["action_mask"].astype(bool))
                 act_l.append(a)
             else:
@@ -236,10 +217,8 @@ def collect_expert(args: Args, decisions: int) -> dict[str, np.ndarray]:
         steps = len(act_l) - start
         ret_l += [reward * args.gamma ** (steps - 1 - k) for k in range(steps)]
         game += 1
-    n = len(act_l)
     return {
         "obs": np.array(obs_l, dtype=np.float32),
-        "hidden": np.array(hidden_l, dtype=np.float32).reshape(n, -1 if hidden_l else 0),
         "mask": np.array(mask_l),
         "action": np.array(act_l),
         "return": np.array(ret_l, dtype=np.float32),
@@ -249,13 +228,12 @@ def collect_expert(args: Args, decisions: int) -> dict[str, np.ndarray]:
 def behaviour_clone(
     model: ActorCritic, data: dict[str, np.ndarray], epochs: int, seed: int
 ) -> dict[str, float]:
-    """Train the actor to imitate the expert (masked cross-entropy) and the critics on the
+    """Train the actor to imitate the expert (masked cross-entropy) and the values on the
     returns, so PPO starts from a sensible policy and value."""
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     n = len(data["action"])
     gen = np.random.default_rng(seed)
     obs, mask = torch.as_tensor(data["obs"]), torch.as_tensor(data["mask"])
-    hidden = torch.as_tensor(data["hidden"])
     act, ret = torch.as_tensor(data["action"]), torch.as_tensor(data["return"])
     stats: dict[str, float] = {}
     for epoch in range(epochs):
@@ -263,12 +241,10 @@ def behaviour_clone(
         total, correct = 0.0, 0
         for i in range(0, n, 256):
             idx = torch.as_tensor(order[i : i + 256])
-            logits, values, own = model.heads(obs[idx], hidden[idx])
+            logits, values = model(obs[idx])
             logits = masked_logits(logits, mask[idx])
             loss = nn.functional.cross_entropy(logits, act[idx])
             loss = loss + 0.5 * nn.functional.mse_loss(values, ret[idx])
-            if own is not None:  # the card network's head beside a table critic
-                loss = loss + 0.5 * nn.functional.mse_loss(own, ret[idx])
             opt.zero_grad()
             torch.autograd.backward(loss)
             opt.step()
@@ -289,33 +265,25 @@ def behaviour_clone(
 def ppo_update(
     model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Rollout, args: Args, seed: int
 ) -> dict[str, float]:
-    """Clipped PPO epochs over one rollout; returns the last epoch's mean losses. With a
-    table critic the card network's own value head learns the same returns alongside
-    (``own_value``), weighted as the critic's loss."""
+    """Clipped PPO epochs over one rollout (`ppo_loss`); returns the last epoch's mean
+    losses."""
     flat = {
         k: getattr(batch, k).flatten(0, 1)
-        for k in ("obs", "hidden", "masks", "actions", "logprobs", "advantages", "returns")
+        for k in ("obs", "masks", "actions", "logprobs", "advantages", "returns")
     }
     size = flat["actions"].shape[0]
     gen = np.random.default_rng(seed)
-    names: tuple[str, ...] = ("policy", "value", "entropy", "kl", "clip")
-    if args.critic == "full" and args.network == "cards":
-        names += ("own_value",)
-    stats: dict[str, list[float]] = {k: [] for k in names}
+    stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy", "kl", "clip")}
     for _epoch in range(args.n_epochs):
         stats = {k: [] for k in stats}
         order = torch.as_tensor(gen.permutation(size))
         for start in range(0, size, args.minibatch_size):
             idx = order[start : start + args.minibatch_size]
-            logits, values, own = model.heads(flat["obs"][idx], flat["hidden"][idx])
+            logits, values = model(flat["obs"][idx])
             mb = {
                 k: flat[k][idx] for k in ("masks", "actions", "logprobs", "advantages", "returns")
             }
             out = ppo_loss(logits, values, mb, args.clip_range, args.vf_coef, args.ent_coef)
-            if own is not None:  # the card network's own value head, beside a table critic
-                own_loss = 0.5 * ((own - mb["returns"]) ** 2).mean()
-                out["loss"] = out["loss"] + args.vf_coef * own_loss
-                stats["own_value"].append(own_loss.item())
             optimizer.zero_grad()
             torch.autograd.backward(out["loss"])
             nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
@@ -327,52 +295,6 @@ def ppo_update(
             for k in ("policy", "value", "entropy"):
                 stats[k].append(out[k].item())
     return {k: float(np.mean(v)) for k, v in stats.items()}
-
-
-ADAM_EPS = 1e-5
-"""Adam's eps in the PPO update (torch's default is 1e-8); `training.rllib`'s learner uses it
-too."""
-
-
-def ppo_loss(
-    logits: torch.Tensor,
-    values: torch.Tensor,
-    mb: dict[str, torch.Tensor],
-    clip_range: float,
-    vf_coef: float,
-    ent_coef: float,
-    standardise: bool = True,
-) -> dict[str, torch.Tensor]:
-    """The clipped PPO loss of one minibatch, as tensors: ``loss`` (what is minimised),
-    ``policy``, ``value``, ``entropy``, ``ratio`` and ``log_ratio``.
-
-    `logits` are the network's (unmasked), `values` its values; `mb` holds ``masks`` (bool),
-    ``actions``, ``logprobs`` (at sampling), ``advantages`` (GAE, standardised here per
-    minibatch unless `standardise` is False: an ablation of `training.rllib` whose advantages
-    RLlib standardised over the whole batch) and ``returns``. The value loss is half the
-    squared error, unclipped. One function, so `training.rllib`'s learner computes the very
-    same loss.
-    """
-    logp_all = torch.log_softmax(masked_logits(logits, mb["masks"]), -1)
-    logp = logp_all.gather(1, mb["actions"][:, None]).squeeze(1)
-    entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
-    log_ratio = logp - mb["logprobs"]
-    ratio = log_ratio.exp()
-    adv = mb["advantages"]
-    if standardise:
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-    clipped = torch.clamp(ratio, 1 - clip_range, 1 + clip_range)
-    policy_loss = -torch.min(ratio * adv, clipped * adv).mean()
-    value_loss = 0.5 * ((values - mb["returns"]) ** 2).mean()
-    loss = policy_loss + vf_coef * value_loss - ent_coef * entropy
-    return {
-        "loss": loss,
-        "policy": policy_loss,
-        "value": value_loss,
-        "entropy": entropy,
-        "ratio": ratio,
-        "log_ratio": log_ratio,
-    }
 
 
 # --- checkpoints
