@@ -66,6 +66,60 @@ def markdown_files() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
+# --- one home for each result: the README quotes figures, its rows link the page that holds them
+
+HOMES = {"docs/ladder.md": (), "docs/bots.md": (), "models/README.md": ("docs/models.md",)}
+"""The pages a measured figure lives on, each with the site page that shows it (the models
+page shows every model card in the folder, so a card's figure is at home there)."""
+ROW_LINK = re.compile(r"\]\(([\w/.-]+\.md)(?:#[\w-]*)?\)")
+FIGURE = re.compile(r"(?<![\w.,+-])[+-]?\d+(?:,\d{3})*(?:\.\d+)?%?")
+
+
+def figures(text: str) -> list[str]:
+    """The measured figures of a text: numbers with a sign, a decimal point or a percent sign
+    (a count such as "1,000 games", a budget such as "200 ms" or the level of "95% CI" is not
+    one); U+2212 minus is read as "-"."""
+    text = CODE_SPAN.sub("", text.replace("\u2212", "-")).replace("95% CI", "")
+    return [f for f in FIGURE.findall(text) if f[0] in "+-" or "." in f or f.endswith("%")]
+
+
+def home_text(home: str) -> str:
+    """A home page's text as a reader finds it: the file, and for a page the site builds from
+    includes, every file it includes."""
+    text = (ROOT / home).read_text(encoding="utf-8")
+    for page in HOMES[home]:
+        included = re.findall(r"^<!-- include (\S+) -->$", (ROOT / page).read_text(), re.M)
+        text += "".join((ROOT / f).read_text(encoding="utf-8") for f in included)
+    return text.replace("\u2212", "-")
+
+
+def has_figure(text: str, figure: str) -> bool:
+    return re.search(r"(?<![\w.,+-])" + re.escape(figure) + r"(?![\d])", text) is not None
+
+
+def quoted_figures(readme: str) -> list[tuple[str, list[str], str]]:
+    """(figure, the homes its row links, the row's spec) for every figure of each README table
+    row that links a home page."""
+    quoted = []
+    for line in readme.splitlines():
+        homes = [h for h in ROW_LINK.findall(line) if h in HOMES] if line.startswith("|") else []
+        if homes:
+            cells = re.sub(r"\]\([^)]*\)", "]", line)  # link targets hold no figures
+            spec = line.split("|")[1].strip()
+            quoted += [(f, homes, spec) for f in figures(cells)]
+    return quoted
+
+
+def misquoted(readme: str) -> list[str]:
+    """The README's figures that none of the home pages its row links holds."""
+    texts = {home: home_text(home) for home in HOMES}
+    return [
+        f"{spec}: {figure} is not on {' or '.join(homes)}"
+        for figure, homes, spec in quoted_figures(readme)
+        if not any(has_figure(texts[h], figure) for h in homes)
+    ]
+
+
 # --- the checks
 
 
@@ -87,6 +141,18 @@ def test_no_markdown_link_leaves_the_repository():
         for target in outside_links(path.read_text(encoding="utf-8"))
     ]
     assert not found, "links that leave the repository:\n" + "\n".join(found)
+
+
+def test_every_figure_the_readme_quotes_is_on_the_page_it_links():
+    """A figure of the README's players table is a quote: its row links the page that
+    measured it (the ladder, the bots page or the model cards), and that page holds the same
+    number, interval included."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quoted = quoted_figures(readme)
+    assert len(quoted) >= 40, "the README's players table should quote its figures with links"
+    assert {h for _, homes, _ in quoted for h in homes} == set(HOMES)
+    wrong = misquoted(readme)
+    assert not wrong, "README figures that differ from their home page:\n" + "\n".join(wrong)
 
 
 # --- the checks can fail
@@ -124,3 +190,23 @@ def test_link_check_flags_parent_and_absolute_paths_only():
         "```\n[fenced](../not/a/link.md)\n```\n"
     )
     assert outside_links(text) == ["../shared/RULES.md", "/abs/pic.png", "../elsewhere.md"]
+
+
+def test_figure_check_sees_a_figure_its_home_does_not_hold():
+    assert figures(
+        "+14.0 a hand (\u22123.0 to +10.9; 84.8%, 1,000 games, `psearch:200ms`, 200 ms)"
+    ) == [
+        "+14.0",
+        "-3.0",
+        "+10.9",
+        "84.8%",
+    ]
+    ladder = home_text("docs/ladder.md")
+    assert has_figure(ladder, "+14.0") and not has_figure(ladder, "+14.05")
+    assert not has_figure("+14.0 a hand", "4.0")  # "+14.0" holds "4.0" but is another figure
+    assert not has_figure("-14.0 a hand", "+14.0") and not has_figure("14.0%", "+14.0")
+    row = "| `psearch` | x | **+14.5** a hand (+5.7 to +22.4) ([the ladder](docs/ladder.md#x)) |"
+    assert misquoted(row) == ["`psearch`: +14.5 is not on docs/ladder.md"]
+    assert misquoted(row.replace("+14.5", "+14.0")) == []
+    unlinked = "| `psearch` | x | **+14.5** a hand ([experiments](docs/experiments.md)) |"
+    assert quoted_figures(unlinked) == []  # only a row that links a home is checked
