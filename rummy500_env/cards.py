@@ -1,4 +1,4 @@
-"""Card notation at its documented public address (``from rummy500_env.engine.cards import
+"""Card notation at its documented public address (``from rummy500_env.cards import
 parse_card, parse_cards, card_str``); the module itself is `rummy500_env.engine.cards`."""
 
 from rummy500_env.engine.cards import (

@@ -27,6 +27,7 @@ from rummy500_env.agents.playout import play_out
 from rummy500_env.engine.errors import InvalidPositionError
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.notation import Action, pile_depth
+from rummy500_env.engine.positions import LIVE_PHASES
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.seat_view import SeatView
 
@@ -127,7 +128,7 @@ class SearchAgent(Bot):
     def sample_world(self, view: SeatView) -> Game | None:
         """A full position consistent with the view, the hidden cards dealt at random by the
         engine's determinization (`Game.from_seat_view`); None when the view admits none."""
-        if view.phase not in ("draw", "play", "call", "called"):
+        if view.phase not in LIVE_PHASES:
             return None
         try:
             return Game.from_seat_view(view, self.rng, check=False)

@@ -32,7 +32,8 @@ PHASES: tuple[Phase, ...] = get_args(Phase)
 CALL_PHASES: tuple[Phase, ...] = ("call", "called")
 """The phases of a "Rummy!" call window (docs/rules.md §5): a player decides whether to call,
 or a caller plays out of turn."""
-_LIVE_PHASES: tuple[Phase, ...] = ("draw", "play", *CALL_PHASES)
+LIVE_PHASES: tuple[Phase, ...] = ("draw", "play", *CALL_PHASES)
+"""The phases of a hand being played: any other (``hand_over``, ``game_over``) has ended it."""
 _DRAW_PHASES: tuple[Phase, ...] = ("draw", *CALL_PHASES)
 """Built once here: a starred item inside an ``in`` test crashes mypyc (setup.py)."""
 
@@ -141,7 +142,7 @@ def _hand_count_problems(p: Position) -> list[str]:
             f"hands_played={shown(p.hands_played)} is beyond hand_limit={limit}: the game stops "
             "when it reaches the limit (docs/rules.md §4)"
         ]
-    if p.phase in _LIVE_PHASES and p.hands_played == limit:
+    if p.phase in LIVE_PHASES and p.hands_played == limit:
         return [
             f"hands_played={p.hands_played} has reached hand_limit={limit}: the game is over, "
             f"so no hand is {p.phase!r} (docs/rules.md §4)"
@@ -178,7 +179,7 @@ def _turn_problems(p: Position) -> list[str]:
     r, out = p.rules, []
     empty = [q for q in range(r.players) if not p.hands[q]]
     out += _call_problems(p)
-    if p.phase in _LIVE_PHASES:
+    if p.phase in LIVE_PHASES:
         if empty:
             out.append(f"players {empty} hold no cards, so the hand is over, not {p.phase!r}")
         if p.phase in _DRAW_PHASES and not p.stock and r.stock_out == "ends_hand":

@@ -101,6 +101,7 @@ from pettingzoo.utils import wrappers
 from rummy500_env.engine.cards import JOKER
 from rummy500_env.engine.errors import IllegalActionError, InvalidPositionError, Rummy500Error
 from rummy500_env.engine.game import Game
+from rummy500_env.engine.positions import LIVE_PHASES
 from rummy500_env.engine.render import render
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.scoring import HandResult
@@ -536,7 +537,7 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
                 self.infos[a] = {}
         self._cumulative_rewards[agent] = 0.0
         game.play_unchecked(self.codec.decode(game, action))  # legal: it is in the mask
-        if game.phase not in ("draw", "play", "call", "called"):  # the hand is over
+        if game.phase not in LIVE_PHASES:  # the hand is over
             self._hand_over(game)
             self._accumulate_rewards()
         self._after_move(game)
