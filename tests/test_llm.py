@@ -171,7 +171,9 @@ class FakeEndpoint:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     def __enter__(self) -> FakeEndpoint:
         self.thread.start()
@@ -350,6 +352,16 @@ def test_key_comes_from_the_environment(
     g = Game.new(Rules(), seed=2)
     agent.decide(g.seat_view(g.current_player), g.legal_actions())
     assert endpoint.keys[-1] == "Bearer sk-openai"
+
+
+@pytest.mark.parametrize(("variable", "value"), [("MODE", "json"), ("LOG", "everything")])
+def test_a_bad_mode_or_log_setting_is_one_spec_error(
+    variable: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read when the agent is built, so a command says it in one line and exits 2."""
+    monkeypatch.setenv(f"RUMMY500_LLM_{variable}", value)
+    with pytest.raises(AgentSpecError, match=f"RUMMY500_LLM_{variable}='{value}' is not allowed"):
+        make_agent("llm:http://127.0.0.1:9/v1:m", Rules(), seed=0)
 
 
 @pytest.mark.parametrize(

@@ -199,6 +199,21 @@ def test_a_computer_choosing_an_illegal_id_is_an_error_not_a_move():
     assert e.value.status == 500
 
 
+def test_a_computer_whose_endpoint_is_down_is_a_503_to_try_again_not_an_internal_error():
+    from rummy500_env.agents.llm import EndpointError
+
+    computers = Computers(Setup(Rules(), "random"))
+
+    class Down:
+        def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+            raise EndpointError("http://127.0.0.1:9 failed 5 decisions in a row")
+
+    computers.agents[1] = Down()
+    with pytest.raises(PlayError, match=r"cannot move now: http://127\.0\.0\.1:9 failed") as e:
+        computers.choose(Game.from_dict(position(hands=["9C 9D 2S", "3D 4D KS"], turn=1)))
+    assert e.value.status == 503
+
+
 # --- a table --------------------------------------------------------------------------------------
 
 

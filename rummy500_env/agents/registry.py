@@ -43,8 +43,6 @@ from rummy500_env.engine.numbers import read_int, shown
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rl.opponents import Agent, RandomAgent
 
-BOTS = ("random", "greedy", "expert", "search")
-"""The built-in bots, weakest first."""
 ISMCTS_SIMULATIONS = 100
 """IS-MCTS simulations a decision when the spec names none."""
 PSEARCH_MS = 200
@@ -166,11 +164,13 @@ def _build_ismcts(s: AgentSpec, rules: Rules, seed: int) -> Agent:
 
 
 def _llm_spec(spec: str, rest: str | None) -> AgentSpec:
-    """``llm:URL[:MODEL]``: the form is checked here; the endpoint is reached when built."""
-    from rummy500_env.agents.llm import parse_llm_spec
+    """``llm:URL[:MODEL]``: the form and the mode settings are checked here; the endpoint is
+    reached when built (an `EndpointError` if its models cannot be listed)."""
+    from rummy500_env.agents.llm import llm_settings, parse_llm_spec
 
     try:
         parse_llm_spec(spec)
+        llm_settings()
     except ValueError as e:
         raise AgentSpecError(str(e)) from None
     return AgentSpec("llm", path=spec)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from rummy500_env.agents.llm import EndpointError
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.cards import card_str
 from rummy500_env.engine.errors import ActionParseError, Rummy500Error
@@ -92,9 +93,12 @@ class Computers:
     def _choose(self, game: Game) -> Action:
         seat = game.current_player
         mask = self.codec.mask(game)
-        choice = choose(
-            self.agents[seat], game, self.codec, lambda: self._observation(game, seat, mask)
-        )
+        try:
+            choice = choose(
+                self.agents[seat], game, self.codec, lambda: self._observation(game, seat, mask)
+            )
+        except EndpointError as e:  # a chat endpoint that is down: the page may try again
+            raise PlayError(503, f"the computer ({self.spec}) cannot move now: {e}") from None
         if not (isinstance(choice, int) and 0 <= choice < len(mask) and mask[choice]):
             raise PlayError(
                 500, f"the computer ({self.spec}) chose {choice!r}, which is no legal action id"
