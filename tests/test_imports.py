@@ -29,7 +29,7 @@ def test_the_check_can_fail():
     assert out.stdout.strip() == "numpy"
 
 
-ENGINE_LAYERS = ["errors", "numbers", "cards", "rules", "melds", "scoring", "notation"]
+ENGINE_LAYERS = ["errors", "files", "numbers", "cards", "rules", "melds", "scoring", "notation"]
 ENGINE_LAYERS += ["positions", "seat_view", "render"]
 ENGINE_LAYERS += ["game", "records"]
 """The engine's modules, each importing only modules before it (no cycle)."""
@@ -39,6 +39,7 @@ PACKAGE_LAYERS = {
     "rl/registration": 0,  # names the env modules only by string
     "cards": 1,  # the documented address of engine.cards
     "rl": 2,  # the action codec, the observation encoders, the PettingZoo env
+    "text": 2,  # the prompt protocol and the TextArena game: the engine's words for a model
     "agents": 3,
     "training": 4,
     "bench": 5,

@@ -22,6 +22,7 @@ import pytest
 
 from rummy500_env import Game, Rules
 from rummy500_env.agents import RandomAgent
+from rummy500_env.agents.ask import AnswerError, ReplyCounts, ReplyPolicy, ask
 from rummy500_env.agents.llm import (
     ChatClient,
     LLMAgent,
@@ -31,7 +32,7 @@ from rummy500_env.agents.llm import (
 from rummy500_env.agents.registry import AgentSpecError, check_spec, make_agent
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.records import Record
-from rummy500_env.rl.text import REPLY_HINT, AnswerError, ReplyCounts, ReplyPolicy, ask
+from rummy500_env.text.protocol import REPLY_HINT
 from rummy500_env.training.arena import play
 
 CARD = re.compile(r"(?<![\w=])(?:10|[2-9JQKA])[CDHS](?![\w])")

@@ -30,6 +30,7 @@ import pytest
 
 from rummy500_env import Game, Rules
 from rummy500_env.agents import RandomAgent
+from rummy500_env.agents.ask import AnswerError
 from rummy500_env.agents.llm import (
     KEY_MASK,
     REPLY_LOG_CHARS,
@@ -39,7 +40,6 @@ from rummy500_env.agents.llm import (
     safe_text,
 )
 from rummy500_env.engine.errors import Rummy500Error
-from rummy500_env.rl.text import AnswerError
 from rummy500_env.training.arena import play
 
 KEY = "sk-secret-0123456789"

@@ -1,4 +1,4 @@
-"""The text protocol (rummy500_env.rl.text): prompts carry exactly the seat's information
+"""The text protocol (rummy500_env.text.protocol): prompts carry exactly the seat's information
 state, replies are read leniently, and the offline baseline: bots and the shipped policy
 deciding from the parsed prompt play exactly as they do through the env."""
 
@@ -10,17 +10,14 @@ import random
 import pytest
 
 from rummy500_env import Game, Rules
+from rummy500_env.agents.ask import Exchange, ReplyCounts, ReplyPolicy, ask
 from rummy500_env.agents.expert import ExpertAgent
 from rummy500_env.agents.llm import ThroughText
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.notation import Action
-from rummy500_env.rl.text import (
-    Exchange,
+from rummy500_env.text.protocol import (
     PromptReadError,
-    ReplyCounts,
     ReplyError,
-    ReplyPolicy,
-    ask,
     find_action,
     prompt_json,
     read_prompt,

@@ -13,8 +13,8 @@ ta = pytest.importorskip(
 )
 
 import rummy500_env  # noqa: E402,F401  registers the ids with TextArena
-from rummy500_env.rl.text import read_prompt  # noqa: E402
-from rummy500_env.rl.textarena_env import VARIANTS  # noqa: E402
+from rummy500_env.text.protocol import read_prompt  # noqa: E402
+from rummy500_env.text.textarena import VARIANTS  # noqa: E402
 from tests.test_llm import FakeModel  # noqa: E402
 
 
@@ -167,7 +167,7 @@ def test_an_arbitrary_reply_stream_ends_with_rewards_and_game_info_of_the_docume
 
 
 def test_observations_are_handed_out_once() -> None:
-    from rummy500_env.rl.textarena_env import Rummy500TextEnv
+    from rummy500_env.text.textarena import Rummy500TextEnv
 
     env = Rummy500TextEnv()
     env.reset(num_players=2, seed=11)
@@ -177,7 +177,7 @@ def test_observations_are_handed_out_once() -> None:
 
 
 def test_a_refused_reply_changes_nothing_but_the_error_count() -> None:
-    from rummy500_env.rl.textarena_env import Rummy500TextEnv
+    from rummy500_env.text.textarena import Rummy500TextEnv
 
     env = Rummy500TextEnv(error_allowance=3)
     env.reset(num_players=3, seed=2)
@@ -243,7 +243,7 @@ def test_a_reply_reaches_its_author_alone_as_a_bounded_excerpt() -> None:
     model that wrote its hand in its reply showed it to the others, and a reply could put text
     into another model's context), and the raw env kept every reply whole for the episode.
     The env announces the move itself; the reply goes back to its author, cut short."""
-    from rummy500_env.rl.textarena_env import Rummy500TextEnv
+    from rummy500_env.text.textarena import Rummy500TextEnv
 
     env = Rummy500TextEnv(error_allowance=3)
     env.reset(num_players=3, seed=4)

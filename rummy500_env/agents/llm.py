@@ -2,7 +2,7 @@
 
 The agent is a bot: it decides on the seat's `SeatView` (`decide(view, legal)`), so it plays
 wherever a bot plays (``training.evaluate``, tournaments, the play page, the ladder). Each
-decision goes through the text protocol (`rummy500_env.rl.text.ask`): the prompt is built
+decision goes through the text protocol (`rummy500_env.agents.ask.ask`): the prompt is built
 from the view alone, the reply read leniently, an illegal or unreadable reply sent back with
 the engine's refusal at most `ReplyPolicy.retries` times, then the stated fallback (the first
 legal action); everything counted in `counts`.
@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from rummy500_env.agents.ask import AnswerError, Exchange, ReplyCounts, ReplyPolicy, ask
 from rummy500_env.agents.bot import Bot
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.game import Game
@@ -58,12 +59,7 @@ from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.seat_view import SeatView
 from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
-from rummy500_env.rl.text import (
-    AnswerError,
-    Exchange,
-    ReplyCounts,
-    ReplyPolicy,
-    ask,
+from rummy500_env.text.protocol import (
     read_prompt,
     render_prompt,
     render_prompt_json,

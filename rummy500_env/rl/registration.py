@@ -14,7 +14,7 @@ After ``import rummy500_env``:
   ``turn_based_aec_to_parallel(env())`` (one agent acts per step; the others' actions are
   ignored);
 * with TextArena installed (the ``text`` extra), ``textarena.make("Rummy500-v0")`` makes the
-  TextArena game `rummy500_env.rl.textarena_env.Rummy500TextEnv` (and its variants by rules).
+  TextArena game `rummy500_env.text.textarena.Rummy500TextEnv` (and its variants by rules).
 
 Why the indirection: ``import rummy500_env`` must not load numpy, Gymnasium or PettingZoo
 (the engine is standard library only; tests/test_imports.py holds it to that), yet the ids
@@ -74,8 +74,8 @@ def register_pettingzoo() -> bool:
 
 def register_textarena() -> None:
     """Register ``Rummy500-v0`` and its variants with TextArena (idempotent; the ``text``
-    extra): `rummy500_env.rl.textarena_env.register`. Imports textarena."""
-    importlib.import_module("rummy500_env.rl.textarena_env").register()
+    extra): `rummy500_env.text.textarena.register`. Imports textarena."""
+    importlib.import_module("rummy500_env.text.textarena").register()
 
 
 def parallel_env(**kwargs: Any) -> Any:

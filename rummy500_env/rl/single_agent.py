@@ -325,9 +325,9 @@ def play_opponents(
     It plays in rounds: each round asks every opponent once for all the envs where it is to
     act (`opponent_actions`; a batch only where `envs` holds more than one env, so a lone env
     asks ``act`` as a PettingZoo loop would), in env order, and hands the learner's reward
-    from each move to ``credit(i, reward)``. ``settle(i)``, called on each env still playing before each round,
-    may start a new episode there (batched self-play deals a finished game again at once, and
-    the new deal's opponents play in the same rounds).
+    from each move to ``credit(i, reward)``. ``settle(i)``, called on each env still playing
+    before each round, may start a new episode there (batched self-play deals a finished game
+    again at once, and the new deal's opponents play in the same rounds).
     """
     playing = list(playing)
     batch = len(envs) > 1

@@ -3,7 +3,7 @@
 `Rummy500TextEnv` plays through TextArena's own loop (``reset(num_players, seed)``,
 ``get_observation()``, ``step(action=...)``, ``close()``) with the package's engine
 underneath. Each player is sent a short introduction (TextArena's ``PROMPT``); at each turn the
-player to act gets the text protocol's prompt (`rummy500_env.rl.text.render_prompt`, built
+player to act gets the text protocol's prompt (`rummy500_env.text.protocol.render_prompt`, built
 from its `SeatView`: what it may know) as the ``GAME_BOARD``, and every player sees each
 action played (``Player 1: discard 5C``; all actions are public, a stock draw names no
 card). A reply is read as the protocol reads one (``[discard 5C]``, or the action anywhere in
@@ -35,9 +35,9 @@ from rummy500_env.engine.game import Game
 from rummy500_env.engine.numbers import quoted
 from rummy500_env.engine.render import render
 from rummy500_env.engine.rules import Rules
-from rummy500_env.rl.text import FULL_LIST_LIMIT, find_action, render_prompt
+from rummy500_env.text.protocol import FULL_LIST_LIMIT, find_action, render_prompt
 
-ENTRY_POINT = "rummy500_env.rl.textarena_env:Rummy500TextEnv"
+ENTRY_POINT = "rummy500_env.text.textarena:Rummy500TextEnv"
 VARIANTS: dict[str, dict[str, Any]] = {
     "Rummy500-v0": {"rules": "standard"},
     "Rummy500-v0-pagat": {"rules": "pagat"},
