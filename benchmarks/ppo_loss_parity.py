@@ -36,6 +36,7 @@ import torch
 import rummy500_env
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.training import ppo, rllib
+from rummy500_env.training.common import load_yaml
 from rummy500_env.training.model import gae, new_model
 
 PAD_EVERY = 16
@@ -194,7 +195,7 @@ def sampled_batch_shares(args: rllib.Args) -> dict[str, Any]:
     from ray.rllib.core.columns import Columns
 
     fields = {"num_env_runners": 0, "num_cpus": 1, "learner": "ppo"}
-    run_args = rllib.args_from_dict(ppo.load_yaml("rllib") | fields)
+    run_args = rllib.args_from_dict(load_yaml("rllib") | fields)
     rllib.start_ray(run_args)
     algo = rllib.build_config(run_args).build_algo()
     try:
@@ -230,7 +231,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     torch.manual_seed(a.seed)
-    args = rllib.args_from_dict(ppo.load_yaml("rllib"))
+    args = rllib.args_from_dict(load_yaml("rllib"))
     stock, matched = learner("rllib", args), learner("ppo", args)
     matched.module[rllib.LEARNER].load_state_dict(stock.module[rllib.LEARNER].state_dict())
     module = stock.module[rllib.LEARNER]

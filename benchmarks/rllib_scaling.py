@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from rummy500_env.engine.numbers import int_option
-from rummy500_env.training.ppo import load_yaml
+from rummy500_env.training.common import load_yaml
 from rummy500_env.training.rllib import args_from_dict, build_config, sampled, start_ray
 
 

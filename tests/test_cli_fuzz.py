@@ -495,25 +495,6 @@ EXPLOIT = flags(
     }
 )
 
-SEARCH_NETS = flags(
-    {
-        "--rules": RULES,
-        "--policy": values("standard", MODEL, PATHS["garbage_policy"], PATHS["folder"], ""),
-        "--games": values("2", "0", "-1", "٣", "99999999999"),
-        "--explore": values("0.1", "-0.5", "nan", "inf"),
-        "--keep": values("0.5", "0", "2"),
-        "--table-epochs": values("1", "0", "1e308"),
-        "--belief-epochs": values("1", "-1", "nan"),
-        "--odds-epochs": values("2", "0", "inf"),
-        "--nets": values("table,belief,odds", "odds", "belief,belief", "", "table,foo"),
-        "--lr": values("0.001", "0", "-1", "inf"),
-        "--batch": values("64", "0", "99999999999"),
-        "--threads": values("1", "0", "100000"),
-        "--seed": values("0", "-1"),
-        "--out": values(PATHS["folder"], PATHS["file"], PATHS["missing"]),
-    }
-)
-
 
 @pytest.fixture
 def no_training(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -522,12 +503,11 @@ def no_training(monkeypatch: pytest.MonkeyPatch) -> None:
     def starts(*args: Any, **kwargs: Any) -> None:
         raise WorkStarts
 
-    from rummy500_env.training import exit, ppo, rllib, search_nets
+    from rummy500_env.training import exit, ppo, rllib
 
     monkeypatch.setattr(ppo, "Trainer", starts)  # training.exploit trains through ppo.train
     monkeypatch.setattr(rllib, "RunFolder", starts)
     monkeypatch.setattr(exit, "Trainer", starts)
-    monkeypatch.setattr(search_nets, "self_play", starts)
 
 
 @settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck))
@@ -560,14 +540,6 @@ def test_training_exploit(no_training: None, argv: list[str]) -> None:
     from rummy500_env.training.exploit import main
 
     check(main, [a for a in argv if a != "TARGET"])
-
-
-@settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck))
-@given(argv=SEARCH_NETS)
-def test_training_search_nets(no_training: None, argv: list[str]) -> None:
-    from rummy500_env.training.search_nets import main
-
-    check(main, argv)
 
 
 # --- cases found by the fuzz, kept as examples that every run tries
@@ -654,7 +626,6 @@ ENTRY_CASES = [
     (["-m", "training.ppo", "--learning-rate", "nan"], 2),
     (["-m", "training.ppo", "--resume", PATHS["damaged_run"]], 2),
     (["-m", "training.rllib", "--total-timesteps", "abc"], 2),
-    (["-m", "training.search_nets", "--keep", "0"], 2),
 ]
 
 

@@ -116,6 +116,30 @@ def test_a_policy_file_of_either_kind_loads_and_stays_in_the_mask(tmp_path, spec
     assert batch.shape == (2,)
 
 
+def test_building_or_loading_an_mlp_warns_that_the_card_network_replaces_it(tmp_path):
+    """The ``mlp`` network is deprecated, not removed: building one (a file's spec without a
+    ``kind`` is one) warns once, a `FutureWarning` naming the card network, and so does
+    loading a file of one, which still plays; the card network warns nothing."""
+    import warnings
+
+    rules = Rules()
+    old = {"net_arch": [16], "activation": "relu"}
+    for spec in (old, {"kind": "mlp", **old}):
+        with pytest.warns(FutureWarning, match="the card network .'cards'. replaces it") as got:
+            net = build_network(rules, spec)
+        assert len([w for w in got if w.category is FutureWarning]) == 1
+    meta = {"rules": rules.to_dict(), "encoding": current_encoding(rules), "network": old}
+    save_policy(tmp_path / "p.pt", net, meta)
+    with pytest.warns(FutureWarning, match="'mlp' network is deprecated") as got:
+        agent = PolicyAgent.load(tmp_path / "p.pt")
+    assert len([w for w in got if w.category is FutureWarning]) == 1
+    mask = np.ones(ActionCodec(rules).size, dtype=np.int8)
+    assert 0 <= agent.act(np.zeros(ObservationEncoder(rules).size, np.float32), mask) < mask.size
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        build_network(rules, SPEC)
+
+
 def test_an_unknown_network_kind_in_a_policy_file_is_a_clear_error(tmp_path):
     from rummy500_env.agents.policy import PolicyLoadError
 

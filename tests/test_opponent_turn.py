@@ -125,9 +125,7 @@ def test_the_search_with_evidence_keeps_to_the_seat_view_and_replays() -> None:
     and the same seed plays the same hand."""
 
     def hand(seed: int) -> tuple[list[Action], int]:
-        agent = PolicySearchAgent(
-            RULES, simulations=32, candidates=2, seed=seed, evidence=2, leaf="turn"
-        )
+        agent = PolicySearchAgent(RULES, simulations=32, seed=seed, leaf="value")
         expert = ExpertAgent(RULES)
         g = Game.new(RULES, seed=21)
         moves, weighed = [], 0
@@ -190,8 +188,8 @@ def test_metropolis_steps_turn_copies_of_a_few_worlds_into_many(monkeypatch: Any
         agent = PolicySearchAgent(RULES, simulations=8, seed=1, evidence=2)
         counts = []
         for seen in list(turns(range(2)))[:12]:
-            agent.witness.turns, view = [seen.turn], seen.turn.now
-            worlds = agent.deal_worlds(view, 8)
+            view = seen.turn.now
+            worlds = agent._resample(view, [seen.turn], 8)
             assert all(w.seat_view(0) == view for w in worlds)
             counts.append(len({tuple(w.hand(1)) for w in worlds}))
         return sum(counts) / len(counts)

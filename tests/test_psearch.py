@@ -40,14 +40,18 @@ def positions() -> list[Game]:
     return out
 
 
+PAPER = {"candidates": 8, "leaf": "playout", "gumbel": True, "evidence": 0}
+"""The paper's setting with the cheap leaf: the halving over many candidates, fast."""
+
+
 def search(**kwargs: Any) -> PolicySearchAgent:
-    return PolicySearchAgent(RULES, **({"simulations": 24, "seed": 5} | kwargs))
+    return PolicySearchAgent(RULES, **({"simulations": 24, "seed": 5} | PAPER | kwargs))
 
 
 def test_a_hand_against_expert_plays_legal_moves_only() -> None:
     """Every move of a whole hand is legal: the engine refuses an illegal one (arena plays
     through the env, which checks), for each way of valuing a candidate."""
-    for leaf in ("value", "turn", "playout"):
+    for leaf in ("value", "playout"):
         agents = [search(leaf=leaf), ExpertAgent(RULES)]
         result = play(agents, RULES, seed=11, episode="hand")
         assert len(result.hand_scores) == 1
@@ -73,7 +77,7 @@ def test_jokers_and_calls_search_with_their_shipped_policy() -> None:
 
 
 def test_same_seed_same_moves(positions: list[Game]) -> None:
-    for leaf in ("value", "turn", "playout"):
+    for leaf in ("value", "playout"):
         a, b = search(leaf=leaf), search(leaf=leaf)
         for g in positions[:12]:
             view, legal = g.seat_view(g.current_player), g.legal_actions()
@@ -147,53 +151,6 @@ def test_a_single_legal_action_costs_nothing() -> None:
     legal = g.legal_actions()[:1]
     assert agent.decide(g.seat_view(g.current_player), legal) == legal[0]
     assert agent.last_simulations == 0
-
-
-def policy_choice(agent: PolicySearchAgent, g: Game) -> int:
-    """The id of the action the search's policy rates highest in `g` (its own move)."""
-    obs = ObservationEncoder(RULES).encode(g, g.current_player)
-    return agent.policy.act(obs, ActionCodec(RULES).mask(g))
-
-
-def rigged_leaf(favourite: int, edge: float, noise: float) -> Any:
-    """A leaf that values every world's candidates as N(0, noise), the candidate at position
-    `favourite` of each world's row `edge` higher (the candidates are valued world-major)."""
-    rng = np.random.default_rng(0)
-
-    def values(games: list[Any], seats: list[int], seeds: list[int]) -> np.ndarray:
-        out = rng.normal(0.0, noise, len(games))
-        width = len(games) // len(set(seeds)) if seeds else 1
-        out[favourite::width] += edge
-        return out
-
-    return values
-
-
-@pytest.mark.parametrize(
-    ("edge", "noise", "margin", "deviates"),
-    [
-        (0.3, 0.05, 0.0, True),  # surely better: the search's move
-        (0.3, 0.05, 0.5, False),  # surely better, but by less than the margin asked
-        (0.02, 0.5, 0.0, False),  # a little better, lost in the noise: the policy's move
-        (0.0, 0.0, 0.0, False),  # no difference at all
-    ],
-)
-def test_deviating_only_when_surely_better(
-    positions: list[Game], edge: float, noise: float, margin: float, deviates: bool
-) -> None:
-    """SPARTA's rule: with ``deviate`` the agent plays the policy's own move unless another
-    candidate is better in the same worlds by more than the margin with 95% confidence."""
-    g = next(p for p in positions if len(p.legal_actions()) >= 4)
-    agent = search(simulations=64, candidates=4, deviate=margin)
-    agent._leaf_values = rigged_leaf(2, edge, noise)  # type: ignore[method-assign]
-    result = agent.analyse(g.seat_view(g.current_player), g.legal_actions())
-    own = policy_choice(agent, g)
-    chosen = result.ids[result.prior.argsort()[::-1][2]]  # the third candidate by prior
-    assert int(ActionCodec(RULES).encode(g.seat_view(g.current_player), result.action)) == (
-        chosen if deviates else own
-    )
-    assert (result.visits > 0).sum() == 4  # every candidate in every world: no halving
-    assert len(set(result.visits[result.visits > 0])) == 1
 
 
 def test_simulation_budget_is_kept(positions: list[Game]) -> None:
@@ -303,15 +260,17 @@ def test_spec_builds_the_agent_with_its_budget() -> None:
 
 
 def test_the_spec_plays_the_strongest_measured_setting() -> None:
-    """``psearch`` is `PolicySearchAgent.for_play`: the top two moves by prior, no Gumbel
-    noise, rollouts, worlds weighed by the other seat's last two turns (module docstring);
-    the constructor keeps the paper's defaults."""
-    agent = make_agent("psearch:50ms", RULES, seed=3)
-    assert isinstance(agent, PolicySearchAgent)
-    played = (agent.candidates, agent.leaf, agent.gumbel, agent.evidence)
-    assert played == (2, "rollout", False, 2)
-    plain = PolicySearchAgent(RULES, ms=50)
-    assert (plain.candidates, plain.leaf, plain.gumbel, plain.evidence) == (8, "playout", True, 0)
+    """``psearch`` plays the constructor's defaults (and `for_play`'s): the top two moves by
+    prior, no Gumbel noise, rollouts, worlds weighed by the other seat's last two turns."""
+
+    def setting(agent: Any) -> tuple[Any, ...]:
+        assert isinstance(agent, PolicySearchAgent)
+        return (agent.candidates, agent.leaf, agent.gumbel, agent.c_scale, agent.evidence)
+
+    played = setting(make_agent("psearch:50ms", RULES, seed=3))
+    assert played == (2, "rollout", False, 1.0, 2)
+    assert setting(PolicySearchAgent(RULES, ms=50)) == played
+    assert setting(PolicySearchAgent.for_play(RULES, ms=50)) == played
 
 
 @pytest.mark.parametrize(
@@ -339,10 +298,6 @@ def test_bad_specs_say_what_is_allowed(spec: str, words: str) -> None:
         ({"simulations": None, "ms": -1.0}, "ms must be a positive number"),
         ({"candidates": 0}, "candidates must be a positive whole number"),
         ({"c_scale": -1.0}, "c_scale must be a number >= 0"),
-        ({"deviate": -0.1}, "deviate must be None or a margin >= 0"),
-        ({"deviate": "0.1"}, "deviate must be None or a margin >= 0"),
-        ({"deviate": True}, "deviate must be None or a margin >= 0"),
-        ({"deviate": float("nan")}, "deviate must be None or a margin >= 0"),
     ],
 )
 def test_bad_arguments_say_what_is_allowed(kwargs: dict[str, Any], words: str) -> None:
@@ -369,7 +324,7 @@ def test_it_plays_in_training_evaluate_and_replays_for_a_seed(tmp_path: Any) -> 
 
 
 def test_the_knowing_search_benchmark_plays_evaluates_deals_and_pairs_them(tmp_path, capsys):
-    """``benchmarks/psearch_knows.py``: the search knowing GreedyAgent plays it on the deals
+    """``benchmarks/studies/psearch_knows.py``: the search knowing GreedyAgent plays it on the deals
     ``training.evaluate --episode hand`` plays for the seed, and pairs its margins a deal with
     that command's results."""
     import sys
@@ -377,7 +332,7 @@ def test_the_knowing_search_benchmark_plays_evaluates_deals_and_pairs_them(tmp_p
 
     from rummy500_env.training.evaluate import main as evaluate
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks" / "studies"))
     from psearch_knows import main as knows
 
     flags = ["--episode", "hand", "--games", "4", "--seed", "3", "--workers", "1"]

@@ -131,15 +131,13 @@ def test_a_joker_keeps_its_place_when_a_card_is_laid_off_below_its_run():
     assert g.table_points() == [4, 5 + 15 + 7]
 
 
-def test_template_index_and_joker_start_cards_name_the_three_card_melds():
-    """The action codec's lookups (rl/actions.py): each three-card meld, in any order, is its
-    template; anything else is none; a joker start marks the card at its place."""
+def test_template_index_names_the_three_card_melds():
+    """The action codec's lookup (rl/actions.py): each three-card meld, in any order, is its
+    template; anything else is none."""
     from rummy500_env.engine import melds
 
     for t, cards in enumerate(melds.MELD_TEMPLATES):
         assert melds.template_index(list(reversed(cards))) == t
-        for k in range(3):
-            assert melds.joker_start_cards(t, k) == (cards, 1 << cards[k])
     nine = [parse_card(c) for c in ("9C", "9D", "9H", "9S")]
     assert melds.template_index(nine) is None and melds.template_index(nine[:2]) is None
     assert melds.template_index([nine[0], nine[0], nine[1]]) is None

@@ -1,8 +1,9 @@
 """The policy networks an exported policy file can hold, built from its metadata alone.
 
-``mlp``
+``mlp`` (deprecated: building one warns, `MLP_DEPRECATED`)
     The flat network of the first models: hidden layers over the whole observation, then one
-    logit per action id. Kept so older policy files load and play as before.
+    logit per action id. Kept so older policy files load and play as before; ``cards``
+    replaces it.
 ``cards``
     A network that treats the 52 cards alike. Every 52-wide slice of the observation (hand,
     pile, table, known cards, fits, ...) becomes one input channel of a 4 × 13 suit-by-rank
@@ -24,6 +25,7 @@ the first model's weights (benchmarks/policy_networks.py compares their sizes an
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -36,21 +38,12 @@ from rummy500_env.rl.observation import ObservationEncoder
 
 KINDS = ("mlp", "cards")
 """The policy networks (what `training.ppo` trains and `PolicyAgent` plays)."""
-TABLE = "table"
-"""The network kind of a table value (`TableValue`): a search's value, not a policy."""
-BELIEF = "belief"
-"""The network kind of a hand belief (`HandBelief`): how a search deals its worlds."""
-ODDS = "odds"
-"""The network kind of whole-hand odds (`HandOdds`): a belief that also weighs whole hands."""
-ALL_KINDS = (*KINDS, TABLE, BELIEF, ODDS)
-ROLES = {
-    "mlp": "a policy",
-    "cards": "a policy",
-    TABLE: "a table value (the search's value of a world it dealt: psearch's table=)",
-    BELIEF: "a hand belief (how the search deals its worlds: psearch's belief=)",
-    ODDS: "whole-hand odds (a hand belief that weighs whole hands: psearch's belief=)",
-}
-"""What a file of each network kind is, for a refusal that names it."""
+MLP_DEPRECATED = (
+    "the 'mlp' network is deprecated: the card network ('cards') replaces it; 'mlp' policy "
+    "files still load and play, but train 'cards' for new ones"
+)
+"""What building an ``mlp`` network warns (a `FutureWarning`: shown to whoever runs a command
+that trains or loads one, not only to developers, as a `DeprecationWarning` would be)."""
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 STANDARD_RANGES = ("draw", "pile", "decline", "meld", "layoff", "discard")
 """The action ranges with a card-tied head; any other range (a variant's) reads the summary."""
@@ -159,18 +152,13 @@ class CardPolicy(nn.Module):
         self.draw_decline_other = nn.Linear(hidden, 2 + sum(others))
         self.value_head = nn.Linear(hidden, 1)
 
-    def _trunk(
-        self, obs: torch.Tensor, extra: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-card features (B, 52, C) and the position's summary (B, hidden); `extra`
-        (B, 4, 13, C), added to the embedded cards, is how `TableValue` adds what the
-        observation leaves out."""
+    def _trunk(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-card features (B, 52, C) and the position's summary (B, hidden)."""
         b = obs.shape[0]
         cards = torch.cat([obs[:, a:z] for a, z in self.card_slices], dim=1)
         cards = cards.view(b, self.in_channels, 4, 13).permute(0, 2, 3, 1)
         g = self.global_in(torch.cat([obs[:, a:z] for a, z in self.global_slices], dim=1))
-        h = self.embed(cards) + self.card_identity + g[:, None, None, :]
-        h = torch.relu(h if extra is None else h + extra)
+        h = torch.relu(self.embed(cards) + self.card_identity + g[:, None, None, :])
         for block in self.blocks:
             h = block(h)
         flat = h.reshape(b, 52, -1)
@@ -247,8 +235,8 @@ def check_spec(spec: Any) -> dict[str, Any]:
     if not isinstance(spec, dict):
         raise NetworkSpecError(f"it must be an object such as {EXAMPLES}, not {spec!r:.80}")
     kind = spec.get("kind", "mlp")
-    if kind not in ALL_KINDS:
-        raise NetworkSpecError(f"network kind {kind!r:.40} is unknown: use one of {ALL_KINDS}")
+    if kind not in KINDS:
+        raise NetworkSpecError(f"network kind {kind!r:.40} is unknown: use one of {KINDS}")
     fields = ("net_arch", "activation") if kind == "mlp" else tuple(CARD_LIMITS)
     unknown = sorted(str(k)[:40] for k in set(spec) - {"kind", *fields})
     missing = [f for f in fields if f not in spec]
@@ -291,156 +279,27 @@ def state_shapes(rules: Rules, spec: dict[str, Any]) -> dict[str, tuple[int, ...
     building it on torch's ``meta`` device (no memory, no values): a file's weights are
     checked against it before the real network is built."""
     with torch.device("meta"):
-        net = build_network(rules, spec)
+        net = _build(rules, check_spec(spec))  # a check, not a build: no deprecation warning
     return {k: tuple(v.shape) for k, v in net.state_dict().items()}
 
 
 def build_network(rules: Rules, spec: dict[str, Any]) -> nn.Module:
     """The network a policy file's ``metadata["network"]`` describes, for `rules`.
 
+    ``{"kind": "cards", "channels": 48, "blocks": 2, "hidden": 256}`` or
     ``{"kind": "mlp", "net_arch": [256, 256], "activation": "tanh"}`` (``kind`` may be left
-    out: files before the card network have none) or
-    ``{"kind": "cards", "channels": 48, "blocks": 2, "hidden": 256}`` (``"table"``,
-    ``"belief"`` and ``"odds"`` with the same sizes: `TableValue`, `HandBelief`, `HandOdds`);
+    out: files before the card network have none; an ``mlp`` warns `MLP_DEPRECATED`);
     `check_spec` says what is allowed.
     """
     check_spec(spec)
-    kind = spec.get("kind", "mlp")
-    if kind == "mlp":
-        enc, codec = ObservationEncoder(rules), ActionCodec(rules)
-        return mlp(enc.features_size, list(spec["net_arch"]), codec.size, spec["activation"])
-    sizes = (int(spec["channels"]), int(spec["blocks"]), int(spec["hidden"]))
-    if kind == "cards":
-        return CardPolicy(rules, *sizes)
-    if kind == TABLE:
-        return TableValue(rules, *sizes)
-    if kind == BELIEF:
-        return HandBelief(rules, *sizes)
-    if kind == ODDS:
-        return HandOdds(rules, *sizes)
-    raise ValueError(f"network kind {kind!r} is unknown: use one of {ALL_KINDS}")
+    if spec.get("kind", "mlp") == "mlp":
+        warnings.warn(MLP_DEPRECATED, FutureWarning, stacklevel=2)
+    return _build(rules, spec)
 
 
-class TableValue(nn.Module):
-    """A value for search, which sees the whole table: the ``cards`` network's trunk and value
-    head reading, besides a seat's observation, the hands of the other seats (`hidden_hands`,
-    one input channel a seat on the same 4 × 13 grid, jokers in the global vector).
-
-    In a world a search has dealt, every hand is known, so the value of what follows a
-    candidate is a function of the world, not a guess over the unseen cards: trained on the
-    outcomes of a policy's own play, it is that policy's expected hand score from the world,
-    and its mean over the worlds is the candidate's value under the policy (a one-step policy
-    improvement) without a rollout's noise. It starts from the policy's own trunk and value
-    head, the hidden cards' weights at zero."""
-
-    def __init__(self, rules: Rules, channels: int, blocks: int, hidden: int) -> None:
-        super().__init__()
-        self.card = CardPolicy(rules, channels, blocks, hidden)
-        self.others = rules.players - 1
-        self.width = 52 + (1 if rules.jokers else 0)
-        self.hidden_cards = nn.Linear(self.others, channels, bias=False)
-        nn.init.zeros_(self.hidden_cards.weight)
-        self.hidden_jokers: nn.Linear | None = None
-        if rules.jokers:
-            self.hidden_jokers = nn.Linear(self.others, channels, bias=False)
-            nn.init.zeros_(self.hidden_jokers.weight)
-
-    def forward(self, obs: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
-        """The values of positions (observations) whose other seats hold `hidden`."""
-        b = obs.shape[0]
-        seats = hidden.view(b, self.others, self.width)
-        cards = seats[:, :, :52].reshape(b, self.others, 4, 13).permute(0, 2, 3, 1)
-        extra = self.hidden_cards(cards)
-        if self.hidden_jokers is not None:
-            extra = extra + self.hidden_jokers(seats[:, :, 52])[:, None, None, :]
-        _, summary = self.card._trunk(obs, extra)
-        values: torch.Tensor = self.card.value_head(summary).squeeze(-1)
-        return values
-
-
-class HandBelief(nn.Module):
-    """What the other seats likely hold, from one seat's observation: the ``cards`` network's
-    trunk with one logit per card and other seat (in turn order after the seat), the chance
-    that the card is in that seat's hand. A search deals its worlds by it
-    (`SeatView.sample_position`'s weights) rather than uniformly: the others keep the cards
-    that suit them and throw the rest, and a uniform deal forgets it. Trained on the hands of
-    a policy's own play; it starts from the policy's trunk."""
-
-    def __init__(self, rules: Rules, channels: int, blocks: int, hidden: int) -> None:
-        super().__init__()
-        self.card = CardPolicy(rules, channels, blocks, hidden)
-        self.others = rules.players - 1
-        self.head = nn.Linear(channels, self.others)
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """Logits (B, other seats, 52): card c in the hand of the seat that many after."""
-        cards, _ = self.card._trunk(obs)
-        logits: torch.Tensor = self.head(cards).transpose(1, 2)
-        return logits
-
-
-def belief_odds(logits: torch.Tensor) -> torch.Tensor:
-    """The weights a search deals its worlds by (`SeatView.sample_position`'s), from a
-    belief's logits (…, 52): the odds p / (1 - p) of each card, p kept within [0.001, 0.999]
-    so that no unseen card is ruled out, and a joker's (last) the mean of the row's."""
-    p = torch.sigmoid(logits.double()).clamp(1e-3, 1 - 1e-3)
-    odds = p / (1 - p)
-    return torch.cat([odds, odds.mean(-1, keepdim=True)], dim=-1)
-
-
-class HandOdds(nn.Module):
-    """A hand belief that weighs whole hands: `HandBelief`'s card-by-card odds, and a joint
-    term over each whole dealt hand, the log of how much likelier the hands are under the
-    real play than under the belief's own deal (a classifier of true hands against hands the
-    belief dealt, trained on a policy's play: the logit of such a classifier is that log
-    ratio). A card-by-card belief cannot say that a player keeps pairs and neighbours
-    together; the joint term can. A search deals its worlds by the belief, a few for every
-    world it keeps, and keeps them in proportion to exp(joint term): sampling importance
-    resampling, so its worlds follow the whole-hand odds. The joint term starts at zero (the
-    belief's deal unchanged)."""
-
-    def __init__(self, rules: Rules, channels: int, blocks: int, hidden: int) -> None:
-        super().__init__()
-        self.belief = HandBelief(rules, channels, blocks, hidden)
-        self.others = rules.players - 1
-        self.width = 52 + (1 if rules.jokers else 0)
-        span = self.others * self.width
-        self.joint = nn.Sequential(
-            nn.Linear(hidden + 2 * span, hidden),
-            nn.ReLU(),
-            nn.Linear(hidden, hidden),
-            nn.ReLU(),
-            nn.Linear(hidden, 1),
-        )
-        last = self.joint[-1]
-        assert isinstance(last, nn.Linear)
-        nn.init.zeros_(last.weight)
-        nn.init.zeros_(last.bias)
-
-    def context(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """What the joint term reads of a seat's observations, computed once a decision: the
-        belief trunk's summary (B, hidden) and its logits (B, other seats, width; a joker:
-        the row's mean)."""
-        cards, summary = self.belief.card._trunk(obs)
-        logits: torch.Tensor = self.belief.head(cards).transpose(1, 2)
-        if self.width > 52:
-            logits = torch.cat([logits, logits.mean(-1, keepdim=True)], dim=-1)
-        return summary, logits
-
-    def score(
-        self, summary: torch.Tensor, logits: torch.Tensor, hidden: torch.Tensor
-    ) -> torch.Tensor:
-        """The joint term of dealt `hidden` hands (`hidden_hands` rows, B × others × width)
-        in the context of `context`: one row each, or one row for all."""
-        b = hidden.shape[0]
-        held = hidden.reshape(b, -1)
-        x = torch.cat(
-            [summary.expand(b, -1), held, held * logits.reshape(-1, held.shape[1]).expand(b, -1)],
-            dim=-1,
-        )
-        out: torch.Tensor = self.joint(x).squeeze(-1)
-        return out
-
-    def forward(self, obs: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
-        """The joint term of each observation's dealt hands."""
-        return self.score(*self.context(obs), hidden)
+def _build(rules: Rules, spec: dict[str, Any]) -> nn.Module:
+    """`build_network` of a checked spec, silently."""
+    if spec.get("kind", "mlp") == "cards":
+        return CardPolicy(rules, int(spec["channels"]), int(spec["blocks"]), int(spec["hidden"]))
+    enc, codec = ObservationEncoder(rules), ActionCodec(rules)
+    return mlp(enc.features_size, list(spec["net_arch"]), codec.size, spec["activation"])

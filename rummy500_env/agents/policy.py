@@ -113,9 +113,7 @@ class PolicyAgent:
         """Load an exported policy (a path, or the name of a shipped one: "standard"); refuse
         one made for other rules or encodings, showing stored vs current."""
         path = policy_path(path)
-        from rummy500_env.agents.networks import KINDS
-
-        net, meta = load_network(path, rules, KINDS)
+        net, meta = load_network(path, rules)
         return cls(net, meta, deterministic=deterministic, seed=seed, path=str(path))
 
     def act(self, observation: np.ndarray[Any, Any], action_mask: np.ndarray[Any, Any]) -> int:
@@ -207,12 +205,10 @@ class PolicyAgent:
 
 
 def load_network(
-    path: Path, rules: Rules | str | dict[str, Any] | None, kinds: tuple[str, ...]
+    path: Path, rules: Rules | str | dict[str, Any] | None
 ) -> tuple[Any, dict[str, Any]]:
-    """The network of a file in the policy file's container and its metadata: checked as a
-    policy file is, made for `rules` (None: any) and the current encodings, and of one of
-    `kinds` (a policy's, or a search's table value or hand belief). `PolicyLoadError` names
-    the file and what is wrong."""
+    """The network of a policy file and its metadata, made for `rules` (None: any) and the
+    current encodings. `PolicyLoadError` names the file and what is wrong."""
     blob = load_policy_file(path)
     meta = blob["metadata"]
     try:
@@ -234,7 +230,7 @@ def load_network(
             f"  stored:  {stored}\n  current: {now}\nretrain or use a matching version "
             f"(the file says package {meta.get('package_version')!r:.40})"
         )
-    from rummy500_env.agents.networks import ROLES, NetworkSpecError, check_spec, state_shapes
+    from rummy500_env.agents.networks import NetworkSpecError, check_spec, state_shapes
     from rummy500_env.agents.networks import build_network as build
 
     try:
@@ -243,10 +239,6 @@ def load_network(
         raise PolicyLoadError(
             f"{str(path)!r}: its metadata's network is not one this package builds: {e}"
         ) from None
-    kind = spec.get("kind", "mlp")
-    if kind not in kinds:
-        wanted = " or ".join(sorted({ROLES[k] for k in kinds}))
-        raise PolicyLoadError(f"{str(path)!r} holds {ROLES[kind]}, not {wanted}")
     misfit = _misfit(state_shapes(stored_rules, spec), blob["state_dict"])
     if misfit:  # before building: the file's own weights bound what is built
         raise PolicyLoadError(

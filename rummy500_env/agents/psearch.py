@@ -2,150 +2,37 @@
 halving at the root (Danihelka et al., ICLR 2022, "Policy improvement by planning with
 Gumbel"; "the paper" below), so that it reads beside the paper's Algorithm 2.
 
+Why: the policy plays its favourite move unchecked; the search values its best few moves in
+worlds the seat cannot tell from the real position and plays the one that does best there.
+The same search labels positions for expert iteration (`analyse`, `training.exit`).
+
 One decision, for the seat whose `SeatView` the agent is handed (nothing else is read):
 
-1. **Worlds.** The cards the seat cannot see are dealt again consistently with what it knows
-   (`Game.from_seat_view`: opponents keep the cards they are known to hold and get their hand
-   sizes; the rest of the unseen cards fill the stock in random order). Every world is one
-   the seat cannot tell from the real position, so the root observation is the same in all of
-   them: it is encoded from the first.
-2. **Candidates (the Gumbel-Top-k trick).** The policy's logits over the legal actions, plus Gumbel
-   noise g (``gumbel=True``; without it, plain top-k by prior): the m actions with the largest
-   g + logits are searched (``candidates``, 8 by default).
-3. **Sequential halving.** The simulation budget is split evenly between
-   ⌈log₂ m⌉ rounds. In each round every remaining candidate is evaluated in the same fresh
-   worlds (one simulation = one world × one candidate; shared worlds make the comparison
-   paired), its estimate q̂ is the mean over its worlds so far, and the better half by
-   g + logits + σ(q̂) goes on. With a budget in milliseconds each round gets an equal share
-   of the time left, spent in batches of worlds sized by the cost of a simulation as last
-   measured (the first world of the search measures it), so a batch ends inside the share.
-4. **Choice.** The survivor of the last round with the largest g + logits + σ(q̂),
-   σ(q̂) = (c_visit + max_b N(b)) · c_scale · q̂, the paper's monotone transform (c_visit = 50
-   as in the paper). q̂ is in the value head's unit, a hand-score difference / 100 (the paper
-   rescales its values to [0, 1]; a hand's differences lie within about ±1.5).
+1. **Worlds.** The unseen cards are dealt again consistently with what the seat knows
+   (`Game.from_seat_view`), so the root observation is the same in every world. With
+   ``evidence=K`` (two players; `agents.opponent_turn`) the other seat's last K turns weigh
+   the deal: of `RESAMPLE_POOL` worlds dealt for each kept, the kept follow the policy's odds
+   of the moves the other seat made there, then take `REJUVENATE_STEPS` Metropolis steps each
+   (those odds are sharp: a few hands would take all the weight). That deal is costly, so a
+   decision draws `PARTICLES` hands once and deals its worlds around them in turn.
+2. **Candidates.** The m (``candidates``) legal actions with the largest logits, plus Gumbel
+   noise with ``gumbel`` (the paper's Gumbel-Top-k trick).
+3. **Sequential halving.** The budget is split evenly between ⌈log₂ m⌉ rounds; each round
+   values every candidate left in the same fresh worlds (a paired comparison) and keeps the
+   better half by g + logits + σ(q̂). A budget in milliseconds gives each round an equal share
+   of the time left, spent in batches sized by the last measured cost of a simulation.
+4. **Choice.** The survivor with the largest g + logits + σ(q̂), σ(q̂) = (c_visit + max N) ·
+   c_scale · q̂, q̂ in the value head's unit: the seat's hand score minus the others' mean, / 100.
 
-**Deviating only when sure** (``deviate=δ``, SPARTA's rule: Lerer et al. 2020, "Improving
-Policies via Search in Cooperative Partially Observable Games"): the top m actions by prior
-are all valued in every world, no halving, and the agent plays the policy's own choice unless
-another candidate beats it in the same worlds by more than δ with 95% confidence (the lower
-end of the paired difference's interval over worlds, z = 1.96). A few worlds cannot tell
-apart moves a few points apart, and the choice by σ(q̂) follows whichever looked best; this
-rule keeps the policy's move wherever the search has no clear evidence against it.
+A simulation values a candidate in a world by its ``leaf``: ``rollout``, the policy (or the
+``opponent`` model in the other seats) plays the hand out greedily; ``value``, it plays until
+the seat is to act again, then the value head; ``playout``, the engine's compiled greedy
+playout (`agents.playout`). A round's network calls are one batched forward, and
+`analyse_many` runs several positions' searches in lockstep (expert iteration's labelling).
 
-Values (``leaf``), all in hand points / 100 for the searching seat (its hand score minus the
-others' mean, as the policy's value head was trained):
-
-``value``   the policy plays the other seats (greedily) until the searching seat is to act
-            again, or the hand ends; then the network's value head on the seat's observation
-            (the exact score if the hand is over);
-``turn``    at two players: the value head at the position right after the candidate, for
-            whichever seat acts there (the opponent's value negated: a hand-score difference
-            is zero-sum), so the opponent's turn is not played; at more players as ``value``;
-``rollout`` the policy plays every seat, greedily, to the end of the hand: the exact score;
-``playout`` the compiled greedy playout of `SearchAgent` (`agents.playout`) to the end of the
-            hand: the exact score;
-``table``   a table value (`networks.TableValue`, ``table=``; ``python -m
-            training.search_nets`` trains it on the policy's own play): the policy's
-            expected hand score from the world, which it reads whole, every hand included.
-
-Worlds are dealt uniformly over the unseen cards, or, with a hand belief (``belief=``, a
-`networks.HandBelief` from the same command), each other hand's unknown cards by the belief's
-odds of each card being there (`SeatView.sample_position`'s weights). Whole-hand odds
-(``belief=`` an `networks.HandOdds` file) deal `RESAMPLE_POOL` worlds that way for every world
-kept and keep them in proportion to exp(the odds' joint term) (sampling importance
-resampling): the worlds then follow the odds of whole hands, not of each card alone.
-With ``evidence=K`` (two players; `agents.opponent_turn`) the agent keeps the other seat's
-last K turns as it saw them between its own decisions, and each of `RESAMPLE_POOL` worlds a
-world kept is weighed by the opponent model's odds of the moves the other seat made there
-(what it discarded, whether it took the pile), the hand it held then rebuilt from the world's.
-Those odds are sharp: a few worlds of a pool take nearly all the weight (2.1 distinct hands
-in 8 worlds drawn), so each world drawn then takes `REJUVENATE_STEPS` Metropolis steps that
-swap one unknown card of the other hand for an unseen one (6.5 distinct in 8). That deal
-costs as much as several rollouts, so a decision draws `PARTICLES` hands this way once and
-deals each of its worlds around one of them in turn, the stock shuffled afresh.
-
-With the leaves that ask the network, every network call of a round is one batched forward
-over all its worlds and candidates (torch inference mode, on one thread: a search is one
-small batch after another); with ``playout`` the network is asked once, at the root.
-`PolicySearchAgent.analyse_many` runs the searches of several positions in lockstep, so one
-forward serves the simulations of all of them (expert iteration's labelling: 9.5 labels a
-CPU-second against 6.0 one position at a time, 16 rollout simulations a decision).
-
-Which leaf (measured, standard rules, 2 players, the shipped ``standard`` policy, m = 8;
-``benchmarks/psearch_cost.py`` and ``benchmarks/psearch_leaf.py``, duplicate hands against
-``model`` at 50 CPU ms a decision on a 2-core machine shared with other jobs, seed 0):
-
-=========  =====================  ==========================================================
-leaf       CPU ms a simulation    50 ms against ``model``, a hand (95% CI), hands
-=========  =====================  ==========================================================
-value      0.71                   −7.6 (−21.7 to +6.5), 52; top-k: +4.0 (−7.9 to +16.0), 60
-turn       0.22                   +6.7 (−6.8 to +20.1), 80; top-k: +8.3 (−5.2 to +21.7), 54
-rollout    10.9                   not run: one world of 8 candidates costs ~90 ms
-playout    0.21                   +21.2 (+7.3 to +35.0), 44; top-k: −0.2 (−14.0 to +13.7), 66
-=========  =====================  ==========================================================
-
-The compiled playout is as cheap as the value head's one forward and, over these short
-runs, at least as strong, so it is the default (``leaf="playout"``): the network picks the
-candidates, the engine's fast playout judges them. The intervals overlap: more hands are
-needed to rank the leaves for sure (the runs were kept to about 100 s each).
-
-Strength (``python -m training.evaluate psearch:50ms model --episode hand --games 160
---workers 2 --seed 0``, and likewise; duplicate deals, the search on wall-clock time, a
-2-core machine shared with other jobs at a load of 5 to 11):
-
-=================  ==================  ======================================  =====
-search             opponent            hand margin of the search (95% CI)      hands
-=================  ==================  ======================================  =====
-``psearch:50ms``   ``model``           +1.1 (−9.8 to +12.0)                    160
-``psearch:50ms``   ``search:50ms``     +21.2 (+10.2 to +32.2)                  160
-``psearch:200ms``  ``model``           −0.6 (−10.1 to +8.9)                    120
-``psearch:200ms``  ``search:50ms``     +30.1 (+10.5 to +49.6)                  60
-=================  ==================  ======================================  =====
-
-With 16 simulations a decision over 4 candidates and the ``rollout`` leaf (each candidate
-valued by the policy itself playing the hand out, the one-step improvement of the policy),
-the search was level with the model: +0.6 (−6.9 to +8.1) a hand over 120 duplicate pairs
-(240 hands, seed 1). A handful of worlds a candidate cannot tell apart moves worth a few
-points, and σ at ``c_scale`` 1 follows whichever looked best. Expert iteration learns from
-the same noisy values without acting on them (`training.exit`: a small ``c_scale``, and the
-network averages the noise over many positions).
-
-The 200 ms runs against ``model`` pool ``--seed 0`` (−4.0, 60 hands) and ``--seed 1`` (+2.8,
-60 hands), margins over deals. The 200 ms runs ran the core's pure-Python sources (an edited
-checkout whose compiled build was stale), about 3.7 times fewer playouts than a compiled
-install. Again on the compiled build, alone on the 2-core machine (``--seed 0``): 50 ms +1.4
-(−5.5 to +8.3), 200 hands; 200 ms −1.9 (−10.7 to +6.8), 200 hands; 1,000 ms +1.8 (−19.2 to
-+22.8), 60 hands. So the search beats the rollout search clearly but not the policy it
-searches with, at any of these budgets. A value that knows the network's play (the
-``table`` leaf) does not change that on uniform worlds; told the other hand's true cards, the
-same search wins +12.4 and +6.0 a hand against the model at 50 ms in two measurements
-(docs/training.md, "Where the search loses": the uniform deal of the worlds is where it
-loses; a hand belief, ``belief=``, wins back part of it). Told the true hand at 200 ms, the
-``table`` leaf wins +4.5 (−4.2 to +13.1) and the ``rollout`` leaf **+34.2** (+24.7 to +43.8),
-200 hands each: once the worlds are right, the table value's errors between candidates, not
-the one step of improvement, hold the ``table`` leaf back. With the hand belief's worlds the
-``rollout`` leaf is level with the policy at 200 ms (+2.2, −3.9 to +8.2, 400 hands): the
-deal is what holds the search back. Weighed by the other seat's last two turns
-(``evidence=2``, with the Metropolis steps), the same search is +4.7 (−1.0 to +10.4) over
-400 hands, and with the top four candidates (m = 4) +6.4 (+0.5 to +12.3). With the deal paid
-once a decision (`PARTICLES`) and the top two candidates, each valued in twice the worlds
-(``benchmarks/psearch_regret.py`` picked m = 2 position by position), it is **+18.8** a hand
-(+13.2 to +24.3) over 400 hands at 200 ms (seed 1: +7.8, +0.2 to +15.4, 200 hands; about
-+15 over the 600); at 50 ms the deal's cost leaves too few rollouts (−10.1, −16.0 to −4.2);
-at 1 s +23.3 (+8.5 to +38.1, 80 hands) (docs/training.md, "Two candidates, the deal paid
-once"). `PolicySearchAgent.for_play` builds that setting, which the
-``psearch`` spec plays.
-
-SPARTA's rule does not rescue the ``value`` leaf: at 200 CPU ms a decision, m = 4, δ = 0
-(``python benchmarks/psearch_leaf.py --ms 200 --leaf value --candidates 4 --deviate 0 --deals
-100``, ``--seconds`` raised so that every deal is played) it lost −16.4 a hand (−24.3 to −8.4)
-over 200 duplicate hands against ``model``. The rule keeps the policy's move unless the paired
-interval is sure, so a loss that size says the value head's differences between moves are
-biased rather than noisy: its one-turn lookahead is confident, and wrong, about moves the
-policy ranks lower. With the ``rollout`` leaf (the policy's own play to the end of the hand,
-SPARTA's setting) it is level with the policy: −1.8 a hand (−10.1 to +6.5) over 200 hands, the
-same command with ``--leaf rollout``. At this budget the search likely has too few worlds a
-move to be sure of a better one often enough to gain (not measured: how often it deviates).
+The defaults are the setting the ``psearch`` spec plays, the strongest measured: the top two
+moves by prior, no noise, rollouts, two turns of evidence. The measurements, and the settings
+that lost (other leaves, a learned deal, SPARTA's rule), are in docs/experiments.md.
 """
 
 from __future__ import annotations
@@ -156,7 +43,6 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -170,9 +56,8 @@ from rummy500_env.engine.game import Game
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.seat_view import SeatView
-from rummy500_env.rl.hidden import hidden_hands
 
-LEAVES = ("value", "turn", "rollout", "playout", "table")
+LEAVES = ("value", "rollout", "playout")
 """How a simulation values what follows a candidate (module docstring)."""
 DEFAULT_MS = 200
 """Milliseconds a decision when neither `ms` nor `simulations` is given."""
@@ -184,7 +69,7 @@ SIMULATIONS_CAP = 1_000_000
 """Simulations a timed decision runs at most: a clock that stands still cannot make a search
 endless."""
 RESAMPLE_POOL = 4
-"""Worlds dealt for each world kept where worlds are resampled (whole-hand odds, evidence)."""
+"""Worlds dealt for each world the evidence keeps."""
 REJUVENATE_STEPS = 8
 """Metropolis steps each world resampled by the evidence takes (`_rejuvenate`)."""
 PARTICLES = 8
@@ -225,6 +110,8 @@ class PolicySearchError(Rummy500Error):
 
 class PolicySearchAgent(Bot):
     """Policy-guided determinized search with Gumbel sequential halving (module docstring).
+    The defaults are the ``psearch`` spec's; a caller that searches otherwise (`training.exit`'s
+    labels) sets its own.
 
     Args:
         rules: the rules the agent plays.
@@ -236,25 +123,17 @@ class PolicySearchAgent(Bot):
         simulations: simulations a decision instead of a time budget (one world × one
             candidate each).
         candidates: m, the actions searched at the root.
-        leaf: how a simulation values what follows a candidate: one of `LEAVES` (module
-            docstring; ``playout`` measured best for its time).
+        leaf: how a simulation values what follows a candidate: one of `LEAVES`.
         gumbel: add Gumbel noise to the logits at the root (the paper's choice); False takes
             the top m by prior and plays deterministically but for the worlds drawn.
         c_scale: σ's scale: how much a unit of q̂ (100 hand points) weighs against the logits.
         seed: seeds the worlds and the noise.
+        clock: the clock a millisecond budget is read on (seconds; tests inject their own).
         opponent: who plays the other seats in the simulations, a model of the opponents: a
             `PolicyAgent`, a policy file or a shipped name (greedy on its logits), or a bot
             (anything with ``decide``, on its seat's view of the world); None: `policy`
             itself. A search that knows its opponent exploits it (``training.exploit``). The
-            ``value`` and ``rollout`` leaves play it; ``playout`` (the engine's own playout)
-            and ``turn`` at two players (no opponent move played) leave it unused.
-        clock: the clock a millisecond budget is read on (seconds; tests inject their own).
-        deviate: None for the Gumbel choice; a margin δ ≥ 0 (hand points / 100) for
-            SPARTA's rule (module docstring): the policy's move unless a candidate is surely
-            better by more than δ. It implies the top m by prior (no Gumbel noise).
-        table: a table value (`TableValue` or its file) for the ``table`` leaf.
-        belief: a hand belief (`HandBelief`, `HandOdds` or its file) to deal the worlds
-            by; None: uniformly.
+            ``value`` and ``rollout`` leaves play it; ``playout`` leaves it unused.
         evidence: K, the other seat's last turns (at most K) whose moves weigh the worlds
             (module docstring; two players, no jokers or calls); 0: none. `decide` follows
             its seat's decisions for them; `analyse_many` is given each position's.
@@ -266,17 +145,14 @@ class PolicySearchAgent(Bot):
         policy: Any = None,
         ms: float | None = None,
         simulations: int | None = None,
-        candidates: int = 8,
-        leaf: str = "playout",
-        gumbel: bool = True,
+        candidates: int = 2,
+        leaf: str = "rollout",
+        gumbel: bool = False,
         c_scale: float = 1.0,
         seed: int | None = None,
         clock: Callable[[], float] = time.perf_counter,
         opponent: Any = None,
-        deviate: float | None = None,
-        table: Any = None,
-        belief: Any = None,
-        evidence: int = 0,
+        evidence: int = 2,
     ) -> None:
         super().__init__(rules)
         if leaf not in LEAVES:
@@ -295,11 +171,6 @@ class PolicySearchAgent(Bot):
             )
         if not c_scale >= 0:
             raise PolicySearchError(f"c_scale must be a number >= 0, not {c_scale!r}")
-        number = isinstance(deviate, (int, float)) and not isinstance(deviate, bool)
-        if deviate is not None and not (number and deviate >= 0):
-            raise PolicySearchError(
-                f"deviate must be None or a margin >= 0 in hand points / 100, not {deviate!r}"
-            )
         if type(evidence) is not int or evidence < 0:
             raise PolicySearchError(
                 f"evidence must be a whole number of turns >= 0, not {evidence!r}"
@@ -307,26 +178,16 @@ class PolicySearchAgent(Bot):
         if ms is None and simulations is None:
             ms = float(DEFAULT_MS)
         self.ms, self.simulations = ms, simulations
-        self.candidates, self.leaf, self.c_scale = candidates, leaf, c_scale
-        self.deviate = None if deviate is None else float(deviate)
-        self.gumbel = gumbel and deviate is None
+        self.candidates, self.leaf, self.c_scale, self.gumbel = candidates, leaf, c_scale, gumbel
         self.policy = _load_policy(policy, self.rules)
         self.network = self.policy.network
         self.opponent = None if opponent is None else _opponent_model(opponent, self.rules)
         self.has_value = hasattr(self.network, "forward_with_value")
-        if leaf in ("value", "turn") and not self.has_value:
+        if leaf == "value" and not self.has_value:
             raise PolicySearchError(
-                "leaves 'value' and 'turn' need a policy with a value head (the 'cards' "
-                f"network); {self.policy!r} has none: use leaf 'rollout' or 'playout'"
+                "leaf 'value' needs a policy with a value head (the 'cards' network); "
+                f"{self.policy!r} has none: use leaf 'rollout' or 'playout'"
             )
-        self.table: Any = None if table is None else _load_search_net(table, self.rules, "table")
-        if leaf == "table" and self.table is None:
-            raise PolicySearchError(
-                "leaf 'table' needs a table value: table=PATH (python -m training.search_nets)"
-            )
-        deal = None if belief is None else _load_search_net(belief, self.rules, "belief", "odds")
-        self.odds: Any = deal if hasattr(deal, "score") else None  # a HandOdds
-        self.belief: Any = deal if self.odds is None else self.odds.belief
         self.evidence = evidence
         self.witness = TurnWitness(evidence)  # the other seat's last turns, for `decide`
         self.rng = random.Random(seed)
@@ -346,23 +207,8 @@ class PolicySearchAgent(Bot):
         seed: int | None = None,
         opponent: Any = None,
     ) -> PolicySearchAgent:
-        """The search as the ``psearch`` agent spec plays it: the strongest setting measured
-        (module docstring): the policy's top two moves by prior, no Gumbel noise, each valued
-        by the policy playing the hand out in worlds weighed by the other seat's last two
-        turns (also what the packaged ``exit`` config labels with, there at ``c_scale`` 0.3).
-        The constructor's defaults are the paper's; `opponent` is the constructor's."""
-        return cls(
-            rules,
-            policy,
-            ms=ms,
-            simulations=simulations,
-            candidates=2,
-            leaf="rollout",
-            gumbel=False,
-            seed=seed,
-            evidence=2,
-            opponent=opponent,
-        )
+        """The search as the ``psearch`` agent spec plays it: the constructor's defaults."""
+        return cls(rules, policy, ms=ms, simulations=simulations, seed=seed, opponent=opponent)
 
     # --- the decision ----------------------------------------------------------------------
 
@@ -379,12 +225,6 @@ class PolicySearchAgent(Bot):
                 action = self._search(view, ordered, start, self.evidence_for(view)).action
         self.witness.did(view, action)
         return action
-
-    def follow(self, view: SeatView, action: Action) -> None:
-        """What `decide` remembers of a decision, for a seat the agent watches without
-        deciding for it (benchmarks/belief_hits.py): `view` and the move made there."""
-        self.witness.see(view)
-        self.witness.did(view, action)
 
     def evidence_for(self, view: SeatView) -> list[OpponentTurn]:
         """The other seat's turns that weigh the worlds of a decision in `view` (oldest
@@ -489,84 +329,24 @@ class PolicySearchAgent(Bot):
         """n standard Gumbel draws from the agent's seeded generator."""
         return np.array([-math.log(-math.log(self.rng.random() or 1e-300)) for _ in range(n)])
 
-    def _world(self, view: SeatView, weights: list[list[float]] | None = None) -> Game:
-        """A world the seat cannot tell from the real position (`Game.from_seat_view`), the
-        other hands dealt by `weights` where given."""
-        return Game.from_seat_view(view, self.rng, check=False, weights=weights)
+    def _world(self, view: SeatView) -> Game:
+        """A world the seat cannot tell from the real position (`Game.from_seat_view`)."""
+        return Game.from_seat_view(view, self.rng, check=False)
 
-    def _weights(self, view: SeatView, root: np.ndarray[Any, Any]) -> list[list[float]] | None:
-        """How the worlds of a decision deal the other hands (`SeatView.sample_position`'s
-        weights): the hand belief's odds p / (1 - p) of each card in each other hand, from
-        the root observation (a joker: the row's mean); None without a belief (uniformly)."""
-        import torch
-
-        from rummy500_env.agents.networks import belief_odds
-
-        if self.belief is None:
-            return None
-        with torch.inference_mode():
-            odds = belief_odds(self.belief(torch.from_numpy(root[None])))[0]
-        return [row.tolist() for row in odds]
-
-    def deal_worlds(self, view: SeatView, n: int) -> list[Game]:
-        """n worlds as a search of `view` deals them: uniformly, by the hand belief, or
-        resampled by the whole-hand odds and the evidence the agent holds for `view`
-        (`RESAMPLE_POOL` n dealt, n kept). For measuring a deal (benchmarks/belief_hits.py);
-        the search deals its own a batch at a time."""
-        weights, context = self._deal_plan(view, self.encoder.encode(self._world(view), view.seat))
-        evidence = self.evidence_for(view)
-        if context is not None or evidence:
-            return self._resample(view, weights, context, evidence, n)
-        return [self._world(view, weights) for _ in range(n)]
-
-    def _deal_plan(
-        self, view: SeatView, root: np.ndarray[Any, Any]
-    ) -> tuple[list[list[float]] | None, tuple[Any, Any] | None]:
-        """A decision's deal: its weights (`_weights`) and, with whole-hand odds, what they
-        read of the root (`HandOdds.context`), the weights then taken from the same forward."""
-        if self.odds is None:
-            return self._weights(view, root), None
-        import torch
-
-        from rummy500_env.agents.networks import belief_odds
-
-        with torch.inference_mode():
-            context: tuple[Any, Any] = self.odds.context(torch.from_numpy(root[None]))
-            odds = belief_odds(context[1][0, :, :52])
-        return [row.tolist() for row in odds], context
-
-    def _resample(
-        self,
-        view: SeatView,
-        weights: Any,
-        context: tuple[Any, Any] | None,
-        evidence: Sequence[OpponentTurn],
-        n: int,
-    ) -> list[Game]:
-        """n worlds of `RESAMPLE_POOL` n dealt by the belief (or uniformly), drawn (with
-        replacement) in proportion to exp(the whole-hand odds' joint term) times the
-        opponent model's odds of the other seat's moves in `evidence` (sampling importance
-        resampling). Those odds are sharp (a few worlds of the pool take nearly all the
-        weight), so on a uniform deal each world drawn then takes `REJUVENATE_STEPS`
-        Metropolis steps (`_rejuvenate`): n worlds, not n copies of a few. A world drawn
-        twice otherwise is searched twice (worlds are only read: `_children` plays in
-        copies)."""
-        import torch
-
-        pool = [self._world(view, weights) for _ in range(RESAMPLE_POOL * n)]
-        terms = np.zeros(len(pool))
-        if context is not None:
-            hidden = np.stack([hidden_hands(w, view.seat) for w in pool])
-            with torch.inference_mode():
-                terms += self.odds.score(*context, torch.from_numpy(hidden)).double().numpy()
-        if evidence:
-            other = evidence[-1].other
-            terms += self._evidence_terms([tuple(w.hand(other)) for w in pool], evidence)
+    def _resample(self, view: SeatView, evidence: Sequence[OpponentTurn], n: int) -> list[Game]:
+        """n worlds of `RESAMPLE_POOL` n dealt uniformly, drawn (with replacement) in
+        proportion to the opponent model's odds of the other seat's moves in `evidence`
+        (sampling importance resampling). Those odds are sharp (a few worlds of the pool take
+        nearly all the weight), so each world drawn then takes `REJUVENATE_STEPS` Metropolis
+        steps (`_rejuvenate`): n worlds, not n copies of a few."""
+        pool = [self._world(view) for _ in range(RESAMPLE_POOL * n)]
+        other = evidence[-1].other
+        terms = self._evidence_terms([tuple(w.hand(other)) for w in pool], evidence)
         if not np.isfinite(terms).any():  # no world explains the moves: the deal as it is
             terms[:] = 0.0
         odds = np.exp(terms - terms.max())
         picks = self.rng.choices(range(len(pool)), weights=odds.tolist(), k=n)
-        if evidence and weights is None and context is None and REJUVENATE_STEPS:
+        if REJUVENATE_STEPS:
             return self._rejuvenate(view, [pool[i] for i in picks], terms[picks], evidence)
         return [pool[i] for i in picks]
 
@@ -663,28 +443,15 @@ class PolicySearchAgent(Bot):
         if self.leaf == "playout":
             for k, (g, seat) in enumerate(zip(games, seats, strict=True)):
                 out[k] = play_out(g, random.Random(seeds[k]), self.values, seat) / 100
-        elif self.leaf == "table":
-            pending = _score_finished(games, seats, out)
-            if pending:
-                out[pending] = self._table_values(
-                    [games[k] for k in pending], [seats[k] for k in pending]
-                )
         elif self.leaf == "rollout":
             self._advance(games, seats, lambda g, seat: g.is_hand_over)
             out[:] = [hand_value(g, seat) for g, seat in zip(games, seats, strict=True)]
-        else:
-            if not (self.leaf == "turn" and self.rules.players == 2):
-                self._advance(
-                    games, seats, lambda g, seat: g.is_hand_over or g.current_player == seat
-                )
+        else:  # "value": the value head once the seat is to act again
+            self._advance(games, seats, lambda g, seat: g.is_hand_over or g.current_player == seat)
             pending = _score_finished(games, seats, out)
-            if pending:  # the value of the seat to act: the opponent's is the negation of ours
-                who = [games[k].current_player for k in pending]
-                obs = np.stack(
-                    [self.encoder.encode(games[k], p) for k, p in zip(pending, who, strict=True)]
-                )
-                sign = [1.0 if p == seats[k] else -1.0 for k, p in zip(pending, who, strict=True)]
-                out[pending] = np.array(sign) * self._values(obs)
+            if pending:
+                obs = np.stack([self.encoder.encode(games[k], seats[k]) for k in pending])
+                out[pending] = self._forward(obs)[1]
         return out
 
     def _advance(
@@ -745,23 +512,6 @@ class PolicySearchAgent(Bot):
             out = network(torch.from_numpy(obs))
         return np.asarray(out.numpy())
 
-    def _values(self, obs: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        return self._forward(obs)[1]
-
-    def _table_values(self, games: list[Game], seats: list[int]) -> np.ndarray[Any, Any]:
-        """The table value of each game for its seat (every hand of a world is known), one
-        batched forward."""
-        import torch
-
-        features = self.encoder.features_size
-        obs = np.stack(
-            [self.encoder.encode(g, s)[:features] for g, s in zip(games, seats, strict=True)]
-        )
-        hidden = np.stack([hidden_hands(g, s) for g, s in zip(games, seats, strict=True)])
-        with torch.inference_mode():
-            out = self.table(torch.from_numpy(obs), torch.from_numpy(hidden))
-        return np.asarray(out.numpy())
-
     def __repr__(self) -> str:
         budget = f"{self.simulations} simulations" if self.ms is None else f"{self.ms:g} ms"
         return f"PolicySearchAgent({budget}, {self.policy.path!r}, leaf={self.leaf!r})"
@@ -806,13 +556,12 @@ class _Halving:
         self.view, self.legal, self.c_scale = view, legal, agent.c_scale
         first = agent._world(view)
         root = agent.encoder.encode(first, view.seat)  # the same in every world
-        self.weights, self.context = agent._deal_plan(view, root)
-        self.spare = [first] if self.weights is None else []  # dealt, not yet searched
+        self.spare = [first]  # dealt, not yet searched
         self.particles: list[tuple[Card, ...]] = []
         if evidence:  # the evidence's deal is costly: once a decision (`deal`)
             self.other = evidence[-1].other
             self.unseen = view.unseen()
-            worlds = agent._resample(view, self.weights, self.context, evidence, PARTICLES)
+            worlds = agent._resample(view, evidence, PARTICLES)
             self.particles = [tuple(w.hand(self.other)) for w in worlds]
         self.dealt = 0
         self.ids = [agent.codec.encode(view, a) for a in legal]
@@ -829,12 +578,7 @@ class _Halving:
         self.alive = order[:m]
         self.totals = np.zeros(len(legal))
         self.visits = np.zeros(len(legal), dtype=np.int64)
-        self.deviate = agent.deviate
-        self.rows: list[np.ndarray[Any, Any]] = []  # per-world values of `alive`, deviating
-        if self.deviate is None:
-            self.rounds = max(1, math.ceil(math.log2(m))) if m > 1 else 0
-        else:  # one round: every candidate in every world, paired against the policy's move
-            self.rounds = 1 if m > 1 else 0
+        self.rounds = max(1, math.ceil(math.log2(m))) if m > 1 else 0
         self.round = 0
         self.simulations = 0
 
@@ -850,8 +594,7 @@ class _Halving:
 
     def deal(self, agent: PolicySearchAgent, n: int) -> list[Game]:
         """n fresh worlds (the one the root was encoded from first; with evidence, each
-        holding the next of the decision's `particles` in turn; with whole-hand odds, n kept
-        of `RESAMPLE_POOL` n dealt)."""
+        holding the next of the decision's `particles` in turn)."""
         if self.particles:
             worlds = [
                 agent._world_holding(
@@ -862,13 +605,8 @@ class _Halving:
                 )
                 for i in range(n)
             ]
-        elif self.context is not None:
-            worlds = agent._resample(self.view, self.weights, self.context, (), n)
         else:
-            worlds = [
-                self.spare.pop() if self.spare else agent._world(self.view, self.weights)
-                for _ in range(n)
-            ]
+            worlds = [self.spare.pop() if self.spare else agent._world(self.view) for _ in range(n)]
         agent.last_worlds += [w.copy() for w in worlds]
         self.dealt += n
         return worlds
@@ -884,19 +622,15 @@ class _Halving:
             self.totals[i] += values[:, j].sum()
             self.visits[i] += len(values)
         self.simulations += values.size
-        if self.deviate is not None:
-            self.rows.append(values)
 
     def halve(self) -> None:
-        """The end of a round: the better half of the alive candidates goes on (deviating:
-        all of them, for the paired choice)."""
-        if self.deviate is None:
-            self.alive = self._best(max(1, len(self.alive) // 2))
+        """The end of a round: the better half of the alive candidates goes on."""
+        self.alive = self._best(max(1, len(self.alive) // 2))
         self.round += 1
 
     def result(self) -> SearchResult:
         """The choice, the improved policy and value, the visits and q̂."""
-        choice = self._best(1)[0] if self.deviate is None else self._sure_choice(self.deviate)
+        choice = self._best(1)[0]
         improved, value = self._improved()
         q = np.divide(
             self.totals, self.visits, out=np.zeros(len(self.legal)), where=self.visits > 0
@@ -930,23 +664,6 @@ class _Halving:
         improved = np.exp(z - z.max())
         improved /= improved.sum()
         return improved.astype(np.float32), float((improved * completed).sum())
-
-    def _sure_choice(self, margin: float) -> int:
-        """SPARTA's rule: the policy's own choice (the top candidate by prior) unless the
-        candidate with the best mean paired difference from it beats it by more than `margin`
-        at the lower end of its 95% interval over the worlds."""
-        own = self.alive[0]
-        if not self.rows or len(self.alive) == 1:
-            return own
-        diffs = np.concatenate(self.rows)
-        diffs = diffs[:, 1:] - diffs[:, :1]  # each other candidate minus the policy's move
-        n = len(diffs)
-        if n < 2:
-            return own
-        mean = diffs.mean(axis=0)
-        best = int(np.argmax(mean))
-        low = mean[best] - 1.96 * float(diffs[:, best].std(ddof=1)) / math.sqrt(n)
-        return self.alive[best + 1] if low > margin else own
 
     def _best(self, keep: int) -> list[int]:
         """The `keep` alive candidates with the largest g + logits + σ(q̂) (ties: action-id
@@ -992,16 +709,6 @@ def _load_policy(policy: Any, rules: Rules) -> Any:
     if policy is None:
         policy = shipped_for(rules)
     return PolicyAgent.load(policy, rules=rules, deterministic=True)
-
-
-def _load_search_net(net: Any, rules: Rules, *kinds: str) -> Any:
-    """A search network of one of `kinds` (``table``, ``belief``, ``odds``) for `rules`: the
-    module itself, or loaded (and checked) from its file."""
-    from rummy500_env.agents.policy import load_network
-
-    if isinstance(net, (str, Path)):
-        net, _ = load_network(Path(net), rules, kinds)
-    return net.eval()
 
 
 def _opponent_model(opponent: Any, rules: Rules) -> Any:

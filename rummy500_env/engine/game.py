@@ -282,24 +282,19 @@ class Game:
         view: SeatView,
         seed: int | random.Random,
         check: bool = True,
-        weights: Any = None,
     ) -> Game:
         """A playable game that `view`'s seat cannot tell from the real one: the hidden cards
         dealt again at random (`SeatView.sample_position`), seeded by `seed` (an int, or a
         `random.Random` to draw from). With `check`, the view's shape is checked before
         sampling (`SeatView.problems`: seats, card ids, one entry per player) and the position
         dealt passes every check `from_dict` makes; either way `InvalidPositionError` lists
-        the problems. Search over views the engine made may skip it. `weights`: a belief
-        about the other hands to deal by (`SeatView.sample_position`; typed `Any` so that a
-        compiled build reaches the check, `SeatView.weights_problems`)."""
+        the problems. Search over views the engine made may skip it."""
         if check:
             problems = view.problems()
-            if not problems and weights is not None:
-                problems = view.weights_problems(weights)
             if problems:
                 raise InvalidPositionError(problems)
         rng = seed if isinstance(seed, random.Random) else random.Random(seed)
-        position = view.sample_position(rng, weights)
+        position = view.sample_position(rng)
         return cls._build(positions.check(position) if check else position)
 
     def to_dict(self) -> dict[str, Any]:

@@ -423,9 +423,3 @@ def joker_templates_in(held: int) -> list[tuple[int, int]]:
                 starts ^= low
     out.sort()
     return out
-
-
-def joker_start_cards(t: int, k: int) -> tuple[tuple[Card, ...], int]:
-    """The cards (table order) and joker mask of template `t` with a joker in place `k`."""
-    cards = MELD_TEMPLATES[t]
-    return cards, 1 << cards[k]

@@ -16,7 +16,6 @@ into a playable game. Exact for every rule system: two decks, jokers and calls i
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 from dataclasses import dataclass, replace
 from typing import TypeGuard, TypeVar
@@ -123,25 +122,6 @@ class SeatView:
             counts[c] -= 1
         return [c for c in range(NUM_CARDS + 1) for _ in range(counts[c])]
 
-    def weights_problems(self, weights: object) -> list[str]:
-        """What is wrong with `sample_position`'s `weights` for this view ([] when nothing):
-        a list of one row per other seat, each of 53 numbers > 0 (card ids, `JOKER` last)."""
-        want = len(self.opponents)
-        if not isinstance(weights, list) or len(weights) != want:
-            return [
-                f"weights must be a list of {want} rows (one per other seat), got {shown(weights)}"
-            ]
-        for k, row in enumerate(weights):
-            if not isinstance(row, list) or len(row) != NUM_CARDS + 1:
-                return [
-                    f"weights row {k} must be a list of {NUM_CARDS + 1} numbers (one a card id, "
-                    "the joker last)"
-                ]
-            for c, w in enumerate(row):
-                if not (isinstance(w, (int, float)) and 0 < w < math.inf):
-                    return [f"weights[{k}][{c}] must be a finite number > 0, got {shown(w)}"]
-        return []
-
     def relative(self) -> SeatView:
         """The same view with the seats renumbered so that this seat is 0 and seat s is the
         player s places after it (the observation's frame)."""
@@ -235,19 +215,11 @@ class SeatView:
         found += _melds_problem(self.melds, n)
         return found
 
-    def sample_position(
-        self, rng: random.Random, weights: list[list[float]] | None = None
-    ) -> Position:
+    def sample_position(self, rng: random.Random) -> Position:
         """A full position this seat cannot tell from the real one: the unseen cards (hidden
         jokers too) shuffled by `rng` and dealt to the other hands, each keeping the cards it
         is known to hold and getting its size, and the rest to the stock in random order; the
         position's game seed (it deals the hands after this one) is drawn from `rng` too.
-
-        `weights`, one row per other seat in `opponents` order with a weight > 0 for each card
-        id (`JOKER` last), deals each seat its unknown cards by weighted sampling without
-        replacement (Efraimidis and Spirakis' keys u^(1/w)): a belief about the hidden hands
-        (`agents.networks.HandBelief`) shapes the worlds instead of a uniform deal. The stock
-        stays in random order.
 
         Raises `InvalidPositionError` when the sizes cannot be met (a view that is not one of
         a real position)."""
@@ -255,7 +227,7 @@ class SeatView:
         rng.shuffle(unseen)
         hands: list[tuple[Card, ...]] = [()] * self.rules.players
         hands[self.seat] = self.hand
-        for k, q in enumerate(self.opponents):
+        for q in self.opponents:
             need = self.hand_sizes[q] - len(self.known[q])
             if need < 0 or need > len(unseen):
                 raise InvalidPositionError(
@@ -264,14 +236,6 @@ class SeatView:
                         f"them known, and {len(unseen)} unseen cards are left to deal"
                     ]
                 )
-            if weights is not None:  # the largest keys log(u) / w first
-                row = weights[k]
-                keys = [math.log(1.0 - rng.random()) / row[c] for c in unseen]
-                order = sorted(range(len(unseen)), key=lambda i: -keys[i])
-                dealt = set(order[:need])
-                unseen = [c for i, c in enumerate(unseen) if i in dealt] + [
-                    c for i, c in enumerate(unseen) if i not in dealt
-                ]
             hands[q] = tuple(sorted((*self.known[q], *unseen[:need])))
             unseen = unseen[need:]
         if len(unseen) != self.stock_size:

@@ -91,6 +91,7 @@ from rummy500_env.training.common import (
     network_spec,
     require,
     require_positive_ints,
+    stop_if_diverged,
     trainer_main,
     write_json,
 )
@@ -112,7 +113,7 @@ try:  # RLlib's classes are the bases of the modules below; without the extra, s
     from ray.rllib.evaluation.postprocessing import Postprocessing
     from ray.rllib.utils.torch_utils import explained_variance
 
-    from rummy500_env.training.ppo import ADAM_EPS, ppo_loss
+    from rummy500_env.training.model import ADAM_EPS, ppo_loss
 
     RAY_MISSING: ModuleNotFoundError | None = None
 except ModuleNotFoundError as _missing:
@@ -127,22 +128,6 @@ INSTALL = 'pip install torch==2.13.0 -e ".[rllib]"'
 
 LEARNERS = ("ppo", "rllib")
 """The ``learner`` choices: training.ppo's loss and optimizer, or RLlib's PPO learner."""
-MATCHES = ("value", "advantages", "eps")
-"""What `MatchedPPOLearner` takes from training.ppo: the value loss (half the squared error,
-unclipped), the advantages standardised per minibatch over its real rows, and Adam's eps.
-``learner: rllib+value+eps`` takes only those named (the ablation in docs/rllib.md)."""
-
-
-def learner_matches(learner: str) -> frozenset[str] | None:
-    """What of training.ppo's PPO the ``learner`` field takes: all of `MATCHES` for "ppo",
-    None (RLlib's own learner, unchanged) for "rllib", the named ones for "rllib+value" ...;
-    ValueError for anything else."""
-    if learner == "ppo":
-        return frozenset(MATCHES)
-    base, *changes = learner.split("+")
-    if base != "rllib" or not set(changes) <= set(MATCHES) or len(set(changes)) < len(changes):
-        raise ValueError(learner)
-    return frozenset(changes) or None
 
 
 class RayMissingError(Rummy500Error):
@@ -225,9 +210,8 @@ class Args(SelfPlayArgs):
     """Gradient norm clip (RLlib's grad_clip, by global norm); None: no clip."""
     learner: str = "rllib"
     """PPO's loss and optimizer: "ppo" (`MatchedPPOLearner`: training.ppo's, see
-    docs/rllib.md) or "rllib" (RLlib's own PPO learner); "rllib+value", "rllib+value+eps" ...
-    take only the named of training.ppo's changes (`MATCHES`), for an ablation. The packaged
-    config says which; "rllib" when a config (an older run's config.json) does not."""
+    docs/rllib.md) or "rllib" (RLlib's own PPO learner). The packaged config says which;
+    "rllib" when a config (an older run's config.json) does not."""
     network: str = "mlp"
     """Policy network: "cards" (card-structured, see `rummy500_env.agents.networks`) or "mlp".
     The packaged config says which; "mlp" when a config (an older run's config.json) does not."""
@@ -272,18 +256,7 @@ class Args(SelfPlayArgs):
         )
         require_positive_ints(self, "channels", "blocks", "hidden")
         require(self, self.network in KINDS, "network", f"use one of {KINDS}")
-        try:
-            learner_matches(self.learner)
-            known = True
-        except ValueError:
-            known = False
-        require(
-            self,
-            known,
-            "learner",
-            f"use one of {LEARNERS}, or rllib+ some of {MATCHES} joined by '+' "
-            "(RLlib's learner with only those of training.ppo's changes, for an ablation)",
-        )
+        require(self, self.learner in LEARNERS, "learner", f"use one of {LEARNERS}")
         require(
             self,
             self.batch_size <= self.train_batch_size,
@@ -358,13 +331,6 @@ def episode_id(seed: int | None, runner: int, env: int, count: int) -> str:
 
 
 # --- the environment and the modules
-
-
-def make_env(config: dict[str, Any]) -> Any:
-    """RLlib's env: the bare AEC env (a masked policy never plays an illegal action, and one
-    would raise) as an RLlib multi-agent env (`Rummy500MultiAgentEnv`)."""
-    require_ray()
-    return Rummy500MultiAgentEnv(config)
 
 
 ACTOR_PREFIX = {"cards": "net.", "mlp": "pi."}
@@ -498,18 +464,11 @@ if RAY_MISSING is None:
         ``benchmarks/ppo_loss_parity.py`` checks it on one batch).
         """
 
-        @property
-        def matches(self) -> frozenset[str]:
-            """What this learner takes from training.ppo (`MATCHES`, all unless an ablation
-            named fewer)."""
-            return frozenset(self.config.learner_config_dict.get("matches", MATCHES))
-
         def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
             params = self.get_parameters(self._module[module_id])
-            eps = ADAM_EPS if "eps" in self.matches else 1e-8  # 1e-8: torch's, RLlib's
             self.register_optimizer(
                 module_id=module_id,
-                optimizer=torch.optim.Adam(params, eps=eps),
+                optimizer=torch.optim.Adam(params, eps=ADAM_EPS),
                 params=params,
                 lr_or_lr_schedule=config.lr,
             )
@@ -532,22 +491,10 @@ if RAY_MISSING is None:
             logits, values = logits[real], values[real]
             mb = {k: v[real] for k, v in mb.items()}
             entropy_coeff = self.entropy_coeff_schedulers_per_module[module_id].get_current_value()
-            matches = self.matches
             out = ppo_loss(
-                logits,
-                values,
-                mb,
-                config.clip_param,
-                config.vf_loss_coeff,
-                entropy_coeff,
-                standardise="advantages" in matches,
+                logits, values, mb, config.clip_param, config.vf_loss_coeff, entropy_coeff
             )
             loss = out["loss"]
-            if "value" not in matches:  # RLlib's: the squared error, clamped at vf_clip_param
-                squared = (values - mb["returns"]) ** 2
-                out["value"] = torch.clamp(squared, 0, config.vf_clip_param).mean()
-                loss = out["policy"] + config.vf_loss_coeff * out["value"]
-                loss = loss - entropy_coeff * out["entropy"]
             with torch.no_grad():
                 kl = ((out["ratio"] - 1) - out["log_ratio"]).mean()  # training.ppo's estimate
             if config.use_kl_loss:  # RLlib's adaptive penalty, when asked for
@@ -612,7 +559,6 @@ def build_config(args: Args) -> Any:
     obs_space = probe.observation_space(probe.possible_agents[0])
     act_space = probe.action_space(probe.possible_agents[0])
     module, model = MODULES[args.network], module_config(args)
-    matches = learner_matches(args.learner)
     pool = opponent_pool(args)
 
     def spec(module: Any, model_config: dict[str, Any]) -> Any:
@@ -649,7 +595,6 @@ def build_config(args: Args) -> Any:
             num_learners=args.num_learners,
             num_cpus_per_learner=args.num_cpus_per_learner,
             num_gpus_per_learner=args.num_gpus_per_learner,
-            learner_config_dict={"matches": sorted(matches or ())},
         )
         .training(
             train_batch_size_per_learner=args.train_batch_size,
@@ -664,7 +609,7 @@ def build_config(args: Args) -> Any:
             kl_coeff=args.kl_coeff,
             use_kl_loss=args.kl_coeff > 0,
             grad_clip=args.max_grad_norm,
-            learner_class=None if matches is None else MatchedPPOLearner,
+            learner_class=MatchedPPOLearner if args.learner == "ppo" else None,
         )
         .multi_agent(
             policies=set(specs),
@@ -783,6 +728,17 @@ def scalars(result: dict[str, Any], prefix: str = "") -> dict[str, float]:
     return out
 
 
+def learner_losses(result: dict[str, Any]) -> dict[str, float]:
+    """The learner module's losses in an RLlib result (``learners/learner/*loss*``: the total,
+    the policy's, the value function's ...), to stop a run that diverged."""
+    figures = result.get("learners", {}).get(LEARNER, {})
+    return {
+        key: float(value)
+        for key, value in figures.items()
+        if "loss" in key and isinstance(value, (int, float, np.number))
+    }
+
+
 def sampled(result: dict[str, Any]) -> int:
     """Env steps sampled in one training iteration; an iteration without any (every env
     runner failed) is an error rather than a loop that never ends."""
@@ -886,6 +842,8 @@ def iterate(algo: Any, args: Args, run: RunFolder, state: dict[str, Any]) -> Non
         steps = state["timesteps"]
         for tag, value in scalars(result).items():
             run.writer.add_scalar(tag, value, steps)
+        where = f"iteration {state['iterations']} ({steps:,} env steps)"
+        stop_if_diverged(learner_losses(result), where, run.path)  # before it is saved anywhere
         returns = result["env_runners"].get("module_episode_returns_mean", {})
         shown = f"{returns[LEARNER]:+.3f}" if LEARNER in returns else "n/a"
         print(

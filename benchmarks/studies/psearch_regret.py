@@ -12,14 +12,14 @@ other seat's last turns included) and the table gives its mean regret below the 
 own choice (the gain a decision; the 95% interval is paired over positions), how often it
 left the policy's move and its simulations a decision.
 
-    python benchmarks/psearch_regret.py --hands 40 \\
+    python benchmarks/studies/psearch_regret.py --hands 40 \\
         --setting m=4,ms=200,evidence=2 --setting m=4,ms=200,evidence=2,c=0.5
 
 A setting is comma-separated ``key=value``: ``m`` (candidates), ``ms`` (CPU milliseconds a
-decision), ``evidence`` (turns), ``c`` (c_scale), ``leaf``, ``gumbel`` (0/1), ``deviate``
-(SPARTA's margin, hand points / 100), ``steps`` (Metropolis steps a world,
-`psearch.REJUVENATE_STEPS`). The oracle's values carry their own noise, the same for every
-setting: compare settings on one run. Run it alone (the budget is read on CPU time).
+decision), ``evidence`` (turns), ``c`` (c_scale), ``leaf``, ``gumbel`` (0/1), ``steps``
+(Metropolis steps a world, `psearch.REJUVENATE_STEPS`). The oracle (the rollout leaf in the
+studies' baseline, `_lab.PAPER`) has noisy values, the same for every setting: compare
+settings on one run. Run it alone (the budget is read on CPU time).
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ from typing import Any
 
 import numpy as np
 import torch
+from _lab import PAPER
 
 from rummy500_env.agents import psearch
-from rummy500_env.agents.opponent_turn import OpponentTurn
+from rummy500_env.agents.opponent_turn import OpponentTurn, TurnWitness
 from rummy500_env.agents.policy import PolicyAgent
 from rummy500_env.agents.psearch import PolicySearchAgent
 from rummy500_env.engine.game import Game
@@ -55,7 +56,6 @@ KEYS: dict[str, type] = {
     "c": float,
     "leaf": str,
     "gumbel": int,
-    "deviate": float,
     "steps": int,
 }
 """A setting's keys and the type of each value."""
@@ -99,18 +99,16 @@ def collect(rules: Rules, model: PolicyAgent, hands: int, share: float, seed: in
     spots = []
     for h in range(hands):
         game = Game.new(rules, seed=seed * 1_000_003 + h)
-        followers = [
-            PolicySearchAgent(rules, policy=model, simulations=8, evidence=EVIDENCE_KEPT)
-            for _ in range(rules.players)
-        ]
+        witnesses = [TurnWitness(EVIDENCE_KEPT) for _ in range(rules.players)]
         while not game.is_hand_over:
             seat = game.current_player
             view, legal = game.seat_view(seat), game.legal_actions()
             action = codec.decode(game, model.act(encoder.encode(game, seat), codec.mask(game)))
-            follower = followers[seat]
-            follower.follow(view, action)
+            witness = witnesses[seat]  # what a search in the seat would have seen
+            witness.see(view)
+            witness.did(view, action)
             if len(legal) > 1 and rng.random() < share:
-                spots.append(Spot(view, legal, list(follower.evidence_for(view)), game.copy()))
+                spots.append(Spot(view, legal, list(witness.turns_for(view)), game.copy()))
             game.apply(action)
     return spots
 
@@ -158,7 +156,6 @@ def run_setting(
         leaf=setting.get("leaf", "rollout"),
         gumbel=bool(setting.get("gumbel", 0)),
         c_scale=setting.get("c", 1.0),
-        deviate=setting.get("deviate"),
         seed=seed,
         clock=time.process_time,
     )
@@ -196,7 +193,8 @@ def main(argv: list[str] | None = None) -> None:
     model = PolicyAgent.load("standard", rules=rules)
     start = time.perf_counter()
     spots = collect(rules, model, args.hands, args.share, args.seed)
-    oracle = PolicySearchAgent(rules, policy=model, simulations=8, leaf="rollout", seed=args.seed)
+    setting = PAPER | {"leaf": "rollout"}
+    oracle = PolicySearchAgent(rules, policy=model, simulations=8, **setting, seed=args.seed)
     judge(oracle, spots, args.truth, args.worlds)
     spread = np.mean([s.values.max() - s.values[0] for s in spots])
     print(

@@ -1,7 +1,7 @@
 """What a policy-guided search takes from an opponent it knows: the search whose simulations
 play the opponent's own moves, against that opponent.
 
-    python benchmarks/psearch_knows.py OPPONENT [--rules RULES] [--simulations 64]
+    python benchmarks/studies/psearch_knows.py OPPONENT [--rules RULES] [--simulations 64]
                                        [--games 100] [--seed 0] [--paired RESULTS.json ...]
 
 The search is `PolicySearchAgent.for_play`'s setting (the shipped policy made for the table,

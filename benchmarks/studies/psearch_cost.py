@@ -1,8 +1,9 @@
 """What a simulation of `PolicySearchAgent` costs with each way of valuing a candidate: CPU
 milliseconds a simulation (one world × one candidate), over the same positions of
-ExpertAgent hands, at a fixed number of simulations a decision.
+ExpertAgent hands, at a fixed number of simulations a decision, in the studies' baseline
+setting (`_lab.PAPER`).
 
-    python benchmarks/psearch_cost.py --simulations 64 --decisions 40
+    python benchmarks/studies/psearch_cost.py --simulations 64 --decisions 40
 
 CPU time of this process (`time.process_time`), so other jobs on the machine do not inflate
 it; torch on one thread.
@@ -14,6 +15,7 @@ import argparse
 import time
 
 import torch
+from _lab import PAPER
 
 from rummy500_env.agents.expert import ExpertAgent
 from rummy500_env.agents.psearch import LEAVES, PolicySearchAgent
@@ -42,7 +44,8 @@ def main(argv: list[str] | None = None) -> None:
                 positions.append((g.seat_view(g.current_player), legal))
             g.play_unchecked(expert.decide(g.seat_view(g.current_player), legal))
     for leaf in args.leaves:
-        agent = PolicySearchAgent(rules, simulations=args.simulations, leaf=leaf, seed=0)
+        setting = PAPER | {"leaf": leaf}
+        agent = PolicySearchAgent(rules, simulations=args.simulations, **setting, seed=0)
         agent.decide(*positions[0])  # warm up
         sims = 0
         start = time.process_time()

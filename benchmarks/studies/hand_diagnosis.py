@@ -7,8 +7,10 @@ was legal (``held_turns``), and of the points left in hand when the hand ended, 
 could have put down at its last discard (``caught_holding``) and those it had taken from
 the pile (``left_from_pile``).
 
-    python benchmarks/hand_diagnosis.py model greedy --rules standard,jokers=2,rummy_calls=true
-    python benchmarks/hand_diagnosis.py model expert --rules standard,jokers=2,rummy_calls=true
+    python benchmarks/studies/hand_diagnosis.py model greedy \\
+        --rules standard,jokers=2,rummy_calls=true
+    python benchmarks/studies/hand_diagnosis.py model expert \\
+        --rules standard,jokers=2,rummy_calls=true
 
 Comparing the same agent's rows against two opponents shows which part of the game an
 opponent punishes (the means are per hand, with the 95% interval of the paired A − B

@@ -1,7 +1,7 @@
 """How much of the search's labels the network can learn: held-out fit of expert iteration.
 
-    python benchmarks/exit_fit.py CHECKPOINT --train ROUND.npz [ROUND.npz ...] --test ROUND.npz
-                                  [--settings 2x1e-4 8x3e-4 ...] [--json]
+    python benchmarks/studies/exit_fit.py CHECKPOINT --train ROUND.npz [ROUND.npz ...] \\
+        --test ROUND.npz [--settings 2x1e-4 8x3e-4 ...] [--json]
 
 CHECKPOINT is a `training.exit` checkpoint (``RUN/checkpoints/step_*.pt``), the ``--test``
 file the labels its network's search made next (the round after it), and ``--train`` the

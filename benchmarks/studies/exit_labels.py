@@ -1,8 +1,8 @@
 """Expert iteration's labelling rate: labels a second of one round, by where the labelling runs.
 
-    python benchmarks/exit_labels.py [--backends inline pool:2 ray:2] [--labels 2048]
+    python benchmarks/studies/exit_labels.py [--backends inline pool:2 ray:2] [--labels 2048]
                                      [--repeats 2] [--json]
-    python benchmarks/exit_labels.py --backends cluster:2 --address 127.0.0.1:6379
+    python benchmarks/studies/exit_labels.py --backends cluster:2 --address 127.0.0.1:6379
 
 Each backend labels one round of `training.exit`'s packaged config (its search, hands at once
 and rules; the shipped policy made for the table), ``--labels`` positions split between the

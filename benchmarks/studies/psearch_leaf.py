@@ -1,15 +1,14 @@
 """Which way of valuing a candidate is worth its time: `PolicySearchAgent` variants against
 one opponent over duplicate hands (every deal played from both seats), at equal milliseconds.
 
-    python benchmarks/psearch_leaf.py --ms 50 --opponent model --deals 40 --leaf value
-    python benchmarks/psearch_leaf.py --ms 50 --opponent search:50ms --leaf playout --no-gumbel
-    python benchmarks/psearch_leaf.py --ms 200 --leaf value --candidates 4 --deviate 0
+    python benchmarks/studies/psearch_leaf.py --ms 50 --opponent model --deals 40 --leaf value
+    python benchmarks/studies/psearch_leaf.py --ms 50 --opponent search:50ms --no-gumbel
 
 Each deal is played twice with the seats swapped; a deal's margin is the mean of its two
 hands' (search − opponent) hand-score differences, and the 95% interval is over deals (paired:
-the luck of the cards cancels). Variants the agent spec does not reach (``--leaf``,
-``--candidates``, ``--c-scale``, ``--no-gumbel``, ``--deviate``) are set here;
-`training.evaluate` plays the spec's defaults. The search's budget is read on this process's
+the luck of the cards cancels). Variants of the studies' baseline (`_lab.PAPER`) the agent
+spec does not reach (``--leaf``, ``--candidates``, ``--c-scale``, ``--no-gumbel``) are set
+here; `training.evaluate` plays the spec's defaults. The search's budget is read on this process's
 CPU time unless ``--wall-clock``: on a machine shared with other jobs, equal CPU milliseconds
 compare the variants fairly (an opponent that searches, ``search:50ms``, still reads the wall
 clock).
@@ -22,6 +21,7 @@ import argparse
 import time
 
 import torch
+from _lab import PAPER
 
 from rummy500_env.agents.psearch import LEAVES, PolicySearchAgent
 from rummy500_env.agents.registry import make_agent
@@ -34,18 +34,10 @@ from rummy500_env.training.stats import mean_ci
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ms", type=float, default=50.0, help="milliseconds a decision")
-    ap.add_argument("--leaf", choices=LEAVES, default="playout")
-    ap.add_argument("--candidates", type=int_option("candidates"), default=8)
+    ap.add_argument("--leaf", choices=LEAVES, default=PAPER["leaf"])
+    ap.add_argument("--candidates", type=int_option("candidates"), default=PAPER["candidates"])
     ap.add_argument("--c-scale", type=float, default=1.0)
     ap.add_argument("--no-gumbel", action="store_true")
-    ap.add_argument(
-        "--deviate",
-        type=float,
-        default=None,
-        help="SPARTA's rule: the policy's move unless a candidate is surely better by more "
-        "than this many hand points / 100 (default: the Gumbel choice)",
-    )
-    ap.add_argument("--table", default=None, help="a table value file (leaf table)")
     ap.add_argument("--opponent", default="model", help="an agent spec")
     ap.add_argument(
         "--deals", type=int_option("deals"), default=40, help="deals, each played from both seats"
@@ -64,12 +56,8 @@ def main(argv: list[str] | None = None) -> None:
     search = PolicySearchAgent(
         rules,
         ms=args.ms,
-        leaf=args.leaf,
-        candidates=args.candidates,
+        **PAPER | {"leaf": args.leaf, "candidates": args.candidates, "gumbel": not args.no_gumbel},
         c_scale=args.c_scale,
-        gumbel=not args.no_gumbel,
-        deviate=args.deviate,
-        table=args.table,
         seed=args.seed,
         clock=time.perf_counter if args.wall_clock else time.process_time,
     )
@@ -90,8 +78,6 @@ def main(argv: list[str] | None = None) -> None:
             break
     mean, lo, hi = mean_ci(margins)
     choice = "top-k" if args.no_gumbel else "gumbel"
-    if args.deviate is not None:
-        choice = f"deviate>{args.deviate:g}"
     print(
         f"leaf={args.leaf} {choice} m={args.candidates} c_scale={args.c_scale} "
         f"{args.ms:g}ms vs {args.opponent}: {mean:+.1f} a hand (95% CI {lo:+.1f} to {hi:+.1f}), "
