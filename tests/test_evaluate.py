@@ -9,9 +9,11 @@ import sys
 
 import pytest
 
+from rummy500_env.agents.ask import ReplyCounts
 from rummy500_env.agents.registry import AgentSpecError
 from rummy500_env.engine.errors import RulesError, Rummy500Error
 from rummy500_env.engine.rules import Rules
+from rummy500_env.training import tournament
 from rummy500_env.training.evaluate import main, parse_args
 from rummy500_env.training.stats import elo, mean_ci, wilson
 from rummy500_env.training.tournament import (
@@ -23,6 +25,8 @@ from rummy500_env.training.tournament import (
     run,
     tasks_for,
 )
+
+REAL_PLAY_TASK = tournament.play_task
 
 
 def test_wilson_interval_matches_known_values():
@@ -261,3 +265,132 @@ def test_a_stopped_tournament_resumes_with_only_the_games_it_lacks(tmp_path, mon
     assert err.startswith("error: --resume:") and "differs in: seed" in err
     assert main([*argv, "--out", str(tmp_path / "none"), "--resume"]) == 2
     assert "no games.jsonl" in capsys.readouterr().err
+
+
+def test_ctrl_c_while_a_resume_rewrites_the_journal_keeps_every_game(tmp_path, monkeypatch):
+    """``--resume`` rewrites games.jsonl (dropping a torn line); it did so in place, and a
+    Ctrl+C then left 0 of 60,000 games and a folder the next resume refused. Now the old
+    journal stays whole until the new one replaces it, and no temporary file is left."""
+    from rummy500_env.training import tournament
+
+    argv = ["greedy", "random", "--games", "4", "--workers", "1", "--episode", "hand"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    journal = tmp_path / "games.jsonl"
+    before = journal.read_text()
+    real, calls = tournament.asdict, []
+
+    def asdict_then_ctrl_c(obj: object) -> dict[str, object]:
+        calls.append(obj)
+        if len(calls) == 3:  # the rewrite is under way
+            raise KeyboardInterrupt
+        return real(obj)  # type: ignore[call-overload,no-any-return]
+
+    monkeypatch.setattr(tournament, "asdict", asdict_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        main([*argv, "--out", str(tmp_path), "--resume"])
+    assert journal.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if "games" in p.name) == ["games.jsonl"]
+
+
+def test_a_resume_drops_the_journal_lines_that_are_not_games_of_this_tournament(tmp_path, capsys):
+    """games.jsonl lines were trusted: a game the tournament does not have was counted (5 of
+    4), a winner of 7 removed a win, a NaN margin reached the table, odd types crashed the
+    resume. Each line is now checked like a torn one: dropped, its game played again, and one
+    warning line says how many and why."""
+    argv = ["greedy", "random", "--games", "4", "--workers", "1", "--episode", "hand"]
+    whole, edited = tmp_path / "whole", tmp_path / "edited"
+    assert main([*argv, "--out", str(whole)]) == 0
+    head, *games = (whole / "games.jsonl").read_text().splitlines()
+    assert len(games) == 4
+    g = [json.loads(line) for line in games]
+    lines = [
+        head,
+        games[0],
+        json.dumps(g[0] | {"deal": 9}),  # no deal 9 in a tournament of 2 deals
+        json.dumps(g[1] | {"winner": 7}),
+        json.dumps(g[2] | {"margin": math.nan}),  # json writes NaN, and reads it back
+        json.dumps(g[3] | {"hands": "3", "seats": None}),
+        json.dumps(g[3] | {"seats": [0, 0]}),
+        json.dumps(g[3] | {"truncated": 1, "extra": True}),
+        json.dumps(g[1] | {"reply_counts": [{"failed": -1}, None]}),
+        json.dumps(g[0]),  # a repeat
+        "[1, 2]",
+        games[3][:30],  # torn
+    ]
+    edited.mkdir()
+    (edited / "games.jsonl").write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main([*argv, "--out", str(edited), "--resume"]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(err) == 1 and err[0].startswith("warning: --resume: dropped 10 of 11 game lines of")
+    for why in ("1 not a game of this tournament", "1 with a bad winner", "1 with a bad margin"):
+        assert why in err[0]
+    for why in ("1 with a bad seats", "1 with other seats", "1 with other fields", "2 torn"):
+        assert why in err[0]
+    assert "1 repeating a game" in err[0] and "1 with a bad reply_counts" in err[0]
+    results = [json.loads((d / "results.json").read_text()) for d in (whole, edited)]
+    assert results[1]["games"] == results[0]["games"] and results[1]["pairs"] == results[0]["pairs"]
+    assert len((edited / "games.jsonl").read_text().splitlines()) == 1 + 4
+
+
+class FailingEndpoint:
+    """An ``llm:`` agent whose endpoint fails every request: each decision is three failed
+    requests, then the fallback's first legal action (as `LLMAgent` counts them)."""
+
+    def __init__(self) -> None:
+        self.counts = ReplyCounts()
+
+    def decide(self, view: object, legal: list[object]) -> object:
+        self.counts.decisions += 1
+        self.counts.failed += 3
+        self.counts.fallbacks += 1
+        return legal[0]
+
+
+def play_against_a_failing_endpoint(work: tournament.Work) -> tournament.GameRecord:
+    """`tournament.play_task` in a worker process, its ``llm:`` agents a `FailingEndpoint`."""
+    real = tournament.make_agent
+    tournament.make_agent = lambda spec, rules, seed: (  # type: ignore[assignment]
+        FailingEndpoint() if spec.startswith("llm:") else real(spec, rules, seed)
+    )
+    try:
+        return REAL_PLAY_TASK(work)
+    finally:
+        tournament.make_agent = real
+
+
+def test_an_endpoint_that_fails_every_request_shows_its_fallbacks(tmp_path, monkeypatch, capsys):
+    """An endpoint that failed every request was ranked as a player, the fallback's moves
+    credited to the model. Its failed requests and fallbacks now come back from the workers
+    with each game, added up per agent in the table and results.json; the bots show none."""
+    from rummy500_env.training.reports import print_table, write_outputs
+
+    monkeypatch.setattr(tournament, "play_task", play_against_a_failing_endpoint)
+    llm = "llm:http://127.0.0.1:9/v1"
+    cfg = Config([llm, "greedy"], games=4, workers=2, episode="hand", out=str(tmp_path))
+    cfg.journal = True
+    summary = run(cfg, progress=False)
+    counts = summary["reply_counts"]
+    assert list(counts) == [llm] and counts[llm]["decisions"] > 0
+    assert counts[llm]["failed"] == 3 * counts[llm]["decisions"]
+    assert counts[llm]["fallbacks"] == counts[llm]["decisions"]
+    row = summary["pairs"][0]
+    assert row["reply_counts_a"] == counts[llm] and "reply_counts_b" not in row
+    print_table(summary)
+    out = capsys.readouterr().out
+    assert "failed requests" in out and "fallbacks" in out
+    lines = out.splitlines()
+    line = lines[next(i for i, x in enumerate(lines) if "failed requests" in x) + 1]
+    n = counts[llm]["decisions"]
+    assert line.split() == [llm, str(n), str(3 * n), str(n), "(100.0%)"]
+    write_outputs(summary, tmp_path)
+    assert json.loads((tmp_path / "results.json").read_text())["reply_counts"] == counts
+    monkeypatch.setattr(tournament, "play_task", None)  # every game is in the journal
+    resumed = run(Config(**{**cfg.__dict__, "resume": True, "workers": 1}), progress=False)
+    assert resumed["reply_counts"] == counts and resumed["games"] == summary["games"]
+    monkeypatch.setattr(tournament, "play_task", REAL_PLAY_TASK)
+
+    plain = run(Config(["random", "greedy"], games=2, workers=1, out=str(tmp_path)), False)
+    assert plain["reply_counts"] == {} and "reply_counts_a" not in plain["pairs"][0]
+    print_table(plain)
+    assert "failed requests" not in capsys.readouterr().out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -90,7 +91,7 @@ def test_labelling_weighs_worlds_by_the_other_seats_turns_it_saw(
         tiny_policy.read_bytes(),
         4,
         2,
-        "turn",
+        "value",
         7,
         30,
         gumbel=False,
@@ -241,14 +242,14 @@ def test_a_round_is_split_between_the_workers_with_a_seed_each(tiny_policy: Path
 def test_the_labelling_benchmark_times_the_trainers_workers(
     tiny_policy: Path, tmp_path: Path
 ) -> None:
-    """``benchmarks/exit_labels.py``: its timed work goes through `Workers` and returns the
+    """``benchmarks/studies/exit_labels.py``: its timed work goes through `Workers` and returns the
     labels with their CPU time and node; a backend it does not know is refused, saying what
     is."""
     import sys
 
     from rummy500_env.training.exit import Workers
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks" / "studies"))
     from exit_labels import backend_flags, timed_labels
 
     args, _ = parse_args(tiny(tiny_policy, tmp_path / "r"))
@@ -269,11 +270,11 @@ def test_the_labelling_benchmark_times_the_trainers_workers(
 def test_the_fit_benchmark_trains_from_a_checkpoint_and_scores_held_out_labels(
     tiny_policy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``benchmarks/exit_fit.py``: from a run's first checkpoint, training on its first
+    """``benchmarks/studies/exit_fit.py``: from a run's first checkpoint, training on its first
     round's labels lowers their cross entropy; the next round's are scored as held out."""
     import sys
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks" / "studies"))
     from exit_fit import main as fit_main
 
     run = tmp_path / "run"
@@ -336,3 +337,182 @@ def test_the_opponents_pool_is_checked_before_any_work(tiny_policy: Path, tmp_pa
     for bad, says in (({"nobody": 1.0}, "opponents="), ({"self": 0.0}, "not all zero")):
         with pytest.raises(ConfigError, match=says):
             replace(args, opponents=bad).validate()
+
+
+# --- a run's labels, --resume and lost work
+
+
+def new_run(policy: Path, run: Path, rounds: int) -> list[str]:
+    """A run folder as one that labelled and learned `rounds` rounds would be (a checkpoint
+    after the last, each round's labels), made without labelling; returns its argv."""
+    from rummy500_env.training.exit import Trainer, save_labels
+
+    argv = tiny(policy, run, "--replay-rounds", "3")
+    args, _ = parse_args(argv)
+    trainer = Trainer(args, resume=False)
+    labels = label_hands(LabelTask("standard", policy.read_bytes(), 2, 2, "value", 1, 4))
+    for number in range(rounds):
+        save_labels(trainer.labels_dir / f"round_{number:05d}.npz", labels)
+    trainer.state |= {"rounds": rounds, "timesteps": rounds * len(labels["obs"])}
+    trainer.checkpoint()
+    trainer.run.writer.close()
+    trainer.close()
+    return argv
+
+
+def test_a_resume_clears_what_a_killed_write_left_and_checks_every_labels_file_at_once(
+    tiny_policy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run killed while it wrote round 3's labels left a temporary file (this version's
+    hidden name, or an older version's ``round_00003.tmp.npz``, which ended every resume in a
+    traceback); one killed after, round 3's file, which is labelled again. Both are removed as
+    the run starts, and a labels file damaged since it was written (cut short) is found then,
+    not a round later: removed with a warning naming it, the other rounds kept."""
+    from rummy500_env.training.exit import Trainer
+
+    run = tmp_path / "run"
+    new_run(tiny_policy, run, rounds=3)
+    labels = run / "labels"
+    (labels / "round_00003.tmp.npz").write_bytes(b"PK\x03\x04 cut")
+    (labels / ".round_00003.npz.0123456789ab.tmp").write_bytes(b"PK\x03\x04 cut")
+    (labels / "round_00003.npz").write_bytes((labels / "round_00002.npz").read_bytes())
+    whole = (labels / "round_00001.npz").read_bytes()
+    (labels / "round_00001.npz").write_bytes(whole[: len(whole) // 2])
+    capsys.readouterr()
+    args, resume = parse_args(["--resume", str(run)])
+    trainer = Trainer(args, resume)
+    trainer.run.writer.close()
+    trainer.close()
+    assert sorted(p.name for p in labels.iterdir()) == ["round_00000.npz", "round_00002.npz"]
+    err = capsys.readouterr().err
+    assert f"warning: removed the damaged labels file {labels / 'round_00001.npz'}" in err
+
+
+def test_a_round_whose_labels_meet_a_full_disk_is_one_error_leaving_no_file(
+    tiny_policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The labels are written whole or not at all, under a name no resume reads as a round."""
+    import errno
+
+    from rummy500_env.engine.files import DiskFullError
+    from rummy500_env.training import exit as exit_module
+
+    run = tmp_path / "run"
+    argv = new_run(tiny_policy, run, rounds=1)
+    labels = label_hands(LabelTask("standard", tiny_policy.read_bytes(), 2, 2, "value", 2, 4))
+    monkeypatch.setattr(exit_module.Workers, "label", lambda self, tasks: iter([labels]))
+
+    def savez_on_a_full_disk(file: Any, *args: Any, **kwargs: Any) -> None:
+        file.write(b"PK\x03\x04 part")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(np, "savez_compressed", savez_on_a_full_disk)
+    args, _ = parse_args(["--resume", str(run), *argv[argv.index("--total-timesteps") :]])
+    trainer = exit_module.Trainer(args, resume=True)
+    try:
+        with pytest.raises(DiskFullError, match=r"round_00001\.npz"):
+            trainer.round()
+    finally:
+        trainer.run.writer.close()
+        trainer.close()
+    assert sorted(p.name for p in (run / "labels").iterdir()) == ["round_00000.npz"]
+
+
+def test_a_resume_with_other_rules_is_refused_for_that(tiny_policy: Path, tmp_path: Path) -> None:
+    """The run's rules are checked first, as training.ppo's are: not the starting policy
+    against rules it was not made for."""
+    run = tmp_path / "run"
+    new_run(tiny_policy, run, rounds=1)
+    with pytest.raises(ConfigError, match="rules differ from the run's") as caught:
+        parse_args(["--resume", str(run), "--rules", "nordic"])
+    assert "init_policy" not in str(caught.value)
+
+
+def test_a_policy_with_non_finite_weights_is_refused_as_the_start(
+    tiny_policy: Path, tmp_path: Path
+) -> None:
+    """A diverged run's policy (NaN weights, a valid checksum) is no start: it "trained" for
+    minutes and exported NaN again."""
+    from rummy500_env.agents.policy import load_policy_file
+
+    blob = load_policy_file(tiny_policy)
+    state = {k: torch.full_like(v, float("nan")) for k, v in blob["state_dict"].items()}
+    network = build_network(RULES, SPEC)
+    network.load_state_dict(state)
+    save_policy(tmp_path / "nan.pt", network, blob["metadata"])
+    with pytest.raises(ConfigError, match="corrupt: non-finite weights in"):
+        parse_args(tiny(tmp_path / "nan.pt", tmp_path / "r"))
+
+
+class FakeRay:
+    """A stand-in for ``ray`` (which is in the rllib extra): tasks run here when asked for
+    their result; those in `crashed` raise Ray's error for a worker that died more often than
+    Ray retries."""
+
+    class exceptions:  # the module it stands for
+        class WorkerCrashedError(Exception):
+            pass
+
+    def __init__(self, crashed: set[int]) -> None:
+        self.crashed, self.cancelled, self.shut = crashed, [], False
+        self.initialized = False
+
+    def is_initialized(self) -> bool:
+        return self.initialized
+
+    def init(self, **kwargs: Any) -> None:
+        self.initialized = True
+
+    def shutdown(self) -> None:
+        self.shut = True
+
+    def remote(self, work: Any) -> Any:
+        class Remote:
+            def remote(self, task: LabelTask) -> tuple[Any, LabelTask]:
+                return (work, task)
+
+        return Remote()
+
+    def wait(self, pending: list[Any], num_returns: int) -> tuple[list[Any], list[Any]]:
+        return pending[:num_returns], pending[num_returns:]
+
+    def get(self, ref: tuple[Any, LabelTask]) -> Any:
+        work, task = ref
+        if task.seed in self.crashed:
+            raise self.exceptions.WorkerCrashedError(
+                "The worker died unexpectedly while executing this task.\nCheck python-core-"
+                "worker-*.log files for more information."
+            )
+        return work(task)
+
+    def cancel(self, ref: Any, force: bool = False) -> None:
+        self.cancelled.append(ref[1].seed)
+
+
+def test_a_ray_worker_lost_for_good_is_one_error_and_the_rest_cancelled(
+    tiny_policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A labelling task whose Ray worker was killed more often than Ray retries ends the round
+    with `WorkerDied`, one line saying what was lost and to resume (as a local worker's death
+    does); the tasks not yet done are cancelled, and Ray is shut down."""
+    import sys
+
+    from rummy500_env.engine.errors import Rummy500Error
+    from rummy500_env.training.exit import Workers
+
+    ray = FakeRay(crashed={2})
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    args, _ = parse_args([*tiny(tiny_policy, tmp_path / "r"), "--ray", "--workers", "3"])
+    policy = tiny_policy.read_bytes()
+    tasks = [LabelTask("standard", policy, 2, 2, "value", seed, 4) for seed in (1, 2, 3)]
+    workers = Workers(args)
+    got = []
+    with pytest.raises(Rummy500Error) as caught:
+        for labels in workers.label(tasks):
+            got.append(labels)
+    workers.close()
+    message = str(caught.value)
+    assert type(caught.value).__name__ == "WorkerDied" and "\n" not in message
+    assert "WorkerCrashedError: The worker died unexpectedly" in message
+    assert "2 of 3 labelling tasks unfinished" in message and "--resume" in message
+    assert len(got) == 1 and ray.cancelled == [3] and ray.shut

@@ -14,7 +14,8 @@ pytest.importorskip("tyro")
 
 import torch
 
-from rummy500_env.training.ppo import Trainer, args_from_dict, load_yaml, ppo_update
+from rummy500_env.training.common import load_yaml
+from rummy500_env.training.ppo import Trainer, args_from_dict, ppo_update
 
 SMALL = {
     "n_games": 4,

@@ -149,7 +149,6 @@ def test_a_run_whose_snapshot_file_is_gone_says_which(
         (["--episode", "game"], ["episode='game'", "episode='hand'"]),
         (["--channels", "16"], ["network", "channels=16", "channels=4"]),
         (["--network", "mlp"], ["network", "network='mlp'", "network='cards'"]),
-        (["--critic", "full"], ["critic='full' given", "critic='obs' in the run", "--critic"]),
     ],
 )
 def test_a_resume_that_changes_what_the_run_is_made_of_is_refused_before_any_work(
@@ -232,3 +231,20 @@ def test_a_damaged_config_or_state_file_is_one_clear_error(
     assert str(path) in err and "damaged" in err
     advice = "restore it" if name == "config.json" else "delete it"
     assert advice in err, err
+
+
+@pytest.mark.parametrize(("value", "resumes"), [("obs", True), ("full", False)])
+def test_a_field_an_earlier_release_wrote_resumes_with_its_kept_value_only(value, resumes):
+    """Run folders of 0.1.0 hold ``critic`` in their config.json: ``obs``, the one value still
+    trained, is dropped; ``full`` is refused naming the field, not as an unknown one."""
+    from rummy500_env.training.common import ConfigError, args_of, load_yaml
+    from rummy500_env.training.ppo import Args
+
+    saved = load_yaml("ppo") | {"critic": value}
+    if resumes:
+        assert args_of(Args, saved) == args_of(Args, load_yaml("ppo"))
+    else:
+        with pytest.raises(ConfigError, match=r"critic='full' is no longer trained"):
+            args_of(Args, saved)
+    with pytest.raises(ConfigError, match="unknown config field"):
+        args_of(Args, load_yaml("ppo") | {"critik": "obs"})

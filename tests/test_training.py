@@ -192,8 +192,8 @@ print("played", result.totals)
 
 def test_policy_agent_matches_the_trained_model_and_stays_in_the_mask(trained):
     from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
-    from rummy500_env.training.ppo import args_from_dict, load_checkpoint
     from rummy500_env.training.model import new_model
+    from rummy500_env.training.ppo import args_from_dict, load_checkpoint
 
     args = args_from_dict(json.loads((trained / "config.json").read_text()))
     model = new_model(args)
@@ -222,8 +222,8 @@ def test_policy_agent_matches_the_trained_model_and_stays_in_the_mask(trained):
 def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(trained, tmp_path, capsys):
     import shutil
 
-    from rummy500_env.training.ppo import args_from_dict, load_checkpoint
     from rummy500_env.training.model import new_model
+    from rummy500_env.training.ppo import args_from_dict, load_checkpoint
 
     run = tmp_path / "run"
     shutil.copytree(trained, run)

@@ -14,8 +14,9 @@ An exported policy is one ``torch.save`` file (a zip archive) holding a dict:
 
 It loads with ``torch.load(weights_only=True)`` (no pickled code runs) and is checked before
 use: that it is a policy file at all, that its weights match their checksum (torch does not
-check the bytes it reads, so a damaged file would otherwise load and play badly), and that its
-metadata is plain data of the right types (`metadata_problem`). Each failure is a
+check the bytes it reads, so a damaged file would otherwise load and play badly) and are finite
+(a diverged run writes NaN weights with a valid checksum), and that its metadata is plain data
+of the right types (`metadata_problem`). Each failure is a
 `PolicyLoadError` naming the file: "no policy file", "not a rummy500 policy file", "corrupt".
 `PolicyAgent.load` (`rummy500_env.agents.policy`) then checks the rules and encodings.
 
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.files import write_atomically
 from rummy500_env.engine.numbers import shown
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rl.actions import ENCODING_VERSION, ActionCodec
@@ -90,8 +92,6 @@ def save_policy(path: str | Path, network: Any, metadata: dict[str, Any]) -> Non
 def _write(path: Path, state: dict[str, Any], metadata: dict[str, Any]) -> None:
     import torch
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
     blob = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -99,8 +99,7 @@ def _write(path: Path, state: dict[str, Any], metadata: dict[str, Any]) -> None:
         "checksum": weights_checksum(state),
         "metadata": metadata,
     }
-    torch.save(blob, tmp)
-    tmp.replace(path)
+    write_atomically(path, lambda tmp: torch.save(blob, tmp))
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -207,7 +206,36 @@ def load_policy_file(path: str | Path) -> dict[str, Any]:
             f"{str(path)!r} is corrupt: its weights do not match their checksum "
             f"({blob['checksum']!r}); copy or export it again"
         )
+    bad = non_finite_weights(blob["state_dict"])
+    if bad is not None:  # a diverged run's weights pass their checksum, and play nothing
+        raise PolicyLoadError(
+            f"{str(path)!r} is corrupt: non-finite weights in {bad[:80]!r} (NaN or infinity, "
+            "from a training run that diverged); export the policy again from a checkpoint "
+            "taken before it did"
+        )
     return blob
+
+
+def non_finite_weights(state_dict: Mapping[str, Any]) -> str | None:
+    """The name of the first tensor of a state dict holding a NaN or an infinity, or None when
+    every value is finite."""
+    import torch
+
+    for name in sorted(state_dict):
+        tensor = state_dict[name]
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            return str(name)
+    return None
+
+
+def file_digest(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes: what a run or a tournament keeps of a policy file it
+    plays, so that resuming against a file changed since is refused."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 METADATA_TYPES: dict[str, tuple[type, ...]] = {
@@ -251,7 +279,7 @@ def metadata_problem(meta: dict[str, Any]) -> str:
     false, null) no deeper than `METADATA_DEPTH`, and each field this package reads must have
     its type (`METADATA_TYPES`, `ENCODING_FIELDS`, `NETWORK_TYPES`), so a crafted file is
     refused by name before any value is used (``"activation": []`` was a bare TypeError)."""
-    from rummy500_env.agents.networks import ACTIVATIONS, ALL_KINDS  # torch: loading needs it
+    from rummy500_env.agents.networks import ACTIVATIONS, KINDS  # torch: loading needs it
 
     for key, value in meta.items():
         if not isinstance(key, str):
@@ -268,7 +296,7 @@ def metadata_problem(meta: dict[str, Any]) -> str:
             (f"encoding.{k}", encoding[k], (int,), "") for k in ENCODING_FIELDS if k in encoding
         ]
     if isinstance(network, dict):
-        allowed = {"kind": ALL_KINDS, "activation": tuple(ACTIVATIONS)}
+        allowed = {"kind": KINDS, "activation": tuple(ACTIVATIONS)}
         checks += [
             (f"network.{k}", network[k], (kind,), _one_of(allowed.get(k, ())))
             for k, kind in NETWORK_TYPES.items()
@@ -328,7 +356,7 @@ def upgrade_policy_file(path: str | Path, out: str | Path | None = None) -> Path
     if blob.get("format_version") == FORMAT_VERSION:
         load_policy_file(path)
         if target != path:
-            target.write_bytes(path.read_bytes())
+            write_atomically(target, lambda tmp: tmp.write_bytes(path.read_bytes()))
         return target
     if blob.get("format_version") != 1:
         raise PolicyLoadError(

@@ -34,13 +34,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.files import write_atomically
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.numbers import read_json, shown
@@ -174,15 +174,10 @@ class Record:
         return record
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the record as JSON, atomically (a temporary file, then a rename), so a reader
-        never sees half a file; returns the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(self.to_json())
-        os.replace(tmp, path)
-        return path
+        """Write the record as JSON, atomically (`write_atomically`), so a reader never sees
+        half a file; returns the path. A full disk is a `DiskFullError` naming it."""
+        text = self.to_json()
+        return write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
     def to_json(self) -> str:
         """The record as JSON text for people too: one action, one list of scores per line."""

@@ -233,4 +233,3 @@ class Rummy500VectorEnv(gymnasium.vector.VectorEnv):  # type: ignore[misc]  # an
         if len(seeds) != self.num_envs:
             raise Rummy500Error(f"give one seed per env ({self.num_envs}), got {len(seeds)}")
         return seeds
-

@@ -6,15 +6,18 @@ Each move is asked for by `rl.opponents.choose`: a bot decides on its seat's inf
 state, any other agent acts on its observation and mask. A game record is written by
 watching the game as it is played (`Recorder.watching`); an agent with ``take_notes()`` (an
 `LLMAgent`: its exchanges with its endpoint) has what it returns kept in the record's
-``meta["agent_notes"]`` under its seat.
+``meta["agent_notes"]`` under its seat. An agent that counts its endpoint's replies
+(`reply_counts`) has the game's counts in the result, so that a tournament can show how many
+of its decisions were the fallback's, not the model's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from rummy500_env.agents.ask import ReplyCounts
 from rummy500_env.engine.records import Record, Recorder
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rl.opponents import Agent, choose
@@ -31,6 +34,22 @@ class Result:
     truncated: bool
     record: Record | None = None
     """The game's record, when `play` was asked for one."""
+    reply_counts: list[dict[str, int] | None] = field(default_factory=list)
+    """Per seat, its agent's `ReplyCounts` over this game (as a dict), or None for an agent
+    that keeps none."""
+
+
+def reply_counts(agent: Agent) -> dict[str, int] | None:
+    """The counts of an agent that asks an endpoint (an `LLMAgent`'s ``counts``), or None."""
+    counts = getattr(agent, "counts", None)
+    return counts.to_dict() if isinstance(counts, ReplyCounts) else None
+
+
+def add_counts(a: dict[str, int] | None, b: dict[str, int] | None) -> dict[str, int] | None:
+    """Two sets of counts added up, key by key; None (no counts) adds nothing."""
+    if a is None or b is None:
+        return a if b is None else b
+    return {k: a.get(k, 0) + b.get(k, 0) for k in a.keys() | b.keys()}
 
 
 def play(
@@ -48,6 +67,7 @@ def play(
     game = e.game
     assert game is not None
     recorder = None if record_as is None else Recorder.watching(game, record_as, meta)
+    counts_before = [reply_counts(a) for a in agents]  # an agent may have played before
     hands: list[list[int]] = []
     while True:
         agent = e.agent_selection
@@ -65,6 +85,7 @@ def play(
             recorder.note(seat, action, e.hand_result if dealt else None)
             if dealt:
                 recorder.note_deal()
+    counts = [_since(reply_counts(a), b) for a, b in zip(agents, counts_before, strict=True)]
     record = None if recorder is None else recorder.record
     if record is not None:  # e.g. an LLMAgent's exchanges with its endpoint
         for seat, player in enumerate(agents):
@@ -77,5 +98,12 @@ def play(
         best = max(totals)
         if totals.count(best) == 1:
             winner = totals.index(best)
-        return Result(winner, totals, hands, False, record)
-    return Result(game.winner, totals, hands, game.truncated, record)
+        return Result(winner, totals, hands, False, record, counts)
+    return Result(game.winner, totals, hands, game.truncated, record, counts)
+
+
+def _since(now: dict[str, int] | None, before: dict[str, int] | None) -> dict[str, int] | None:
+    """What counts grew by since `before`."""
+    if now is None or before is None:
+        return now
+    return {k: v - before.get(k, 0) for k, v in now.items()}

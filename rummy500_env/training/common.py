@@ -46,10 +46,11 @@ import torch.nn as nn
 
 import rummy500_env
 from rummy500_env.agents.networks import ACTIVATIONS
-from rummy500_env.agents.policy_file import current_encoding, save_policy
+from rummy500_env.agents.policy_file import current_encoding, non_finite_weights, save_policy
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec, make_agent
 from rummy500_env.engine import numbers
 from rummy500_env.engine.errors import RulesError, Rummy500Error
+from rummy500_env.engine.files import disk_full, remove, remove_leftovers, write_atomically
 from rummy500_env.engine.numbers import read_int
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rl.observation import FEATURE_VERSIONS
@@ -89,8 +90,12 @@ class TrainArgs(abc.ABC):
     STEPS: ClassVar[str] = "timesteps"
     """What `total_timesteps` counts, in messages."""
     RESUME_KEEPS: ClassVar[tuple[str, ...]] = ()
-    """More fields a resumed run must keep (its checkpoints hold what they made), beside its
-    rules, episode and network, which every trainer keeps (`check_resume`)."""
+    """More fields a resumed run must keep (its checkpoints or its results were made with
+    them), beside its rules, episode and network, which every trainer keeps (`check_resume`)."""
+    RETIRED: ClassVar[dict[str, object]] = {"critic": "obs"}
+    """Fields an earlier release wrote into every ``config.json``, each with the one value
+    today's code still trains: a run folder holding that value resumes (the field is dropped),
+    any other value is refused, naming the field (`args_of`)."""
 
     rules: str = "standard"
     """Rules the policy plays: a preset, a preset and field=value overrides
@@ -306,6 +311,14 @@ def args_of(cls: type[A], data: dict[str, Any]) -> A:
     """A trainer's ``Args`` from a dict (YAML, ``config.json``), rejecting unknown fields with
     the list of known ones."""
     known = {f.name for f in dataclasses.fields(cls)}
+    retired = getattr(cls, "RETIRED", {})
+    for key in sorted(set(data) & set(retired) - known):
+        if data[key] != retired[key]:
+            raise ConfigError(
+                f"config field {key}={data[key]!r} is no longer trained (only {retired[key]!r} "
+                f"was kept): a run made with it resumes with the release that made it"
+            )
+        data = {k: v for k, v in data.items() if k != key}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"unknown config field(s) {unknown}; known: {sorted(known)}")
@@ -388,11 +401,10 @@ def command_line(cls: type[A], argv: list[str], description: str | None) -> tupl
     saved = copy.deepcopy(base)
     check_int_flags(cls, argv)
     args = tyro.cli(cls, default=base, args=argv, prog=prog, description=description)
-    if resume is not None:
-        args.run_dir = resume
-    args.validate()
-    if resume is not None:
+    if resume is not None:  # first: a flag that changes the run is refused for that, not for
+        args.run_dir = resume  # what a check of the changed settings would find
         check_resume(saved, args, Path(resume))
+    args.validate()
     return args, resume is not None
 
 
@@ -439,16 +451,21 @@ def check_resume(saved: TrainArgs, args: TrainArgs, run: Path) -> None:
     """Raise `ConfigError` unless `args` (the run's ``config.json`` with the flags given again)
     keep what the run's checkpoints and snapshots are made of: its rules, its episode (the
     returns its value head learned), its network's shape and the encodings of observations
-    and actions. Called while parsing, before any folder, model or game is made. Budgets,
+    and actions. Called while parsing, before any folder, model or game is made, and before
+    `TrainArgs.validate`, whose checks of a changed setting would give another reason. Budgets,
     intervals, workers, opponents, evaluations and hyperparameters may change on a resume;
-    the trainer's `TrainArgs.RESUME_KEEPS` may not (training.ppo's critic: its checkpoints
-    hold that critic's weights)."""
+    the trainer's `TrainArgs.RESUME_KEEPS` may not (training.exploit's warm start: its
+    result measures it as the baseline)."""
     where = f"--resume {str(run)!r}"
     try:
         theirs = saved.game_rules()
     except RulesError as e:
         raise ConfigError(f"{where}: the rules in its config.json are unreadable: {e}") from None
-    changed = differences(args.game_rules().to_dict(), theirs.to_dict())
+    try:
+        given = args.game_rules()
+    except RulesError as e:
+        raise ConfigError(str(e)) from None
+    changed = differences(given.to_dict(), theirs.to_dict())
     if changed:
         raise ConfigError(
             f"{where}: rules differ from the run's: {changed}; a run resumes with its own rules "
@@ -465,9 +482,8 @@ def check_resume(saved: TrainArgs, args: TrainArgs, run: Path) -> None:
         ours, run_value = getattr(args, name), getattr(saved, name)
         if ours != run_value:
             raise ConfigError(
-                f"{where}: {differences({name: ours}, {name: run_value})}; its checkpoints "
-                f"hold what that {name} made: drop --{name.replace('_', '-')}, or start a new "
-                "run from its policy (--init-policy RUN/policy.pt)"
+                f"{where}: {differences({name: ours}, {name: run_value})}; the run is made "
+                f"with its own {name}: drop --{name.replace('_', '-')}, or start a new run"
             )
 
     def shape(spec: dict[str, Any]) -> dict[str, Any]:
@@ -552,6 +568,32 @@ def read_json(path: Path) -> dict[str, Any]:
     raise ConfigError(f"{str(path)!r} is damaged ({reason[:200]}); {advice}")
 
 
+class TrainingDivergedError(Rummy500Error):
+    """A training step gave a non-finite loss or gradient: the run stops there, before any
+    checkpoint, snapshot or export of the weights it spoiled."""
+
+
+def stop_if_diverged(figures: dict[str, float], where: str, run: Path) -> None:
+    """Raise `TrainingDivergedError` naming the figure, its value and the step (`where`) when
+    any of a step's `figures` (its losses, its gradient norm) is NaN or infinite. A trainer
+    calls it after each update and before it writes anything, so the run folder keeps its
+    last good checkpoint and the diverged weights are never exported."""
+    for name, value in figures.items():
+        if math.isfinite(value):
+            continue
+        saved = Checkpoints(run, 1).paths()
+        advice = (
+            f"{str(run)!r} keeps its last checkpoint, {saved[0].name}: resume from it with "
+            f"--resume {run} and a lower --learning-rate"
+            if saved
+            else "no checkpoint was written yet: start the run again with a lower --learning-rate"
+        )
+        raise TrainingDivergedError(
+            f"training diverged at {where}: its {name} is {value}; the weights it spoiled "
+            f"were not saved, and {advice}"
+        )
+
+
 def _pop_option(argv: list[str], name: str) -> str | None:
     for i, a in enumerate(argv):
         if a == name:
@@ -581,12 +623,19 @@ def trainer_main(
     argv: list[str] | None,
 ) -> int:
     """A trainer's command (``python -m training.<name>``): read the arguments (`argv`, or the
-    process's), train or resume; a `Rummy500Error` is one ``error:`` line and exit 2."""
+    process's), train or resume; a `Rummy500Error`, or a full disk met by a write outside
+    `write_atomically` (TensorBoard's, a CSV row's), is one ``error:`` line and exit 2."""
     try:
         args, resume = parse(sys.argv[1:] if argv is None else argv)
         train(args, resume)
     except Rummy500Error as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        full = disk_full(e, e.filename or ".")
+        if full is None:
+            raise
+        print(f"error: {full}", file=sys.stderr)
         return 2
     return 0
 
@@ -631,21 +680,16 @@ class Checkpoints:
         return paths
 
     def save(self, state: dict[str, Any], write: Callable[[Path], None], suffix: str = "") -> Path:
-        """A checkpoint of `state["timesteps"]`, written atomically: `write` fills a temporary
-        path (a file or a folder), renamed once complete, so a run killed meanwhile keeps its
-        previous checkpoint; then ``state.json`` names it and the oldest beyond `keep` go."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / f"step_{state['timesteps']:010d}{suffix}"
-        tmp = self.folder / f".{path.name}.tmp"
-        _remove(tmp)
-        write(tmp)
-        if path.is_dir():  # os.replace overwrites a file, not a folder
-            shutil.rmtree(path)
-        tmp.replace(path)
+        """A checkpoint of `state["timesteps"]`, written atomically (`write_atomically`:
+        `write` fills a temporary path, a file or a folder, renamed once complete), so a run
+        killed meanwhile keeps its previous checkpoint; then ``state.json`` names it and the
+        oldest beyond `keep` go."""
+        remove_leftovers(self.folder)  # of a write a killed run left
+        path = write_atomically(self.folder / f"step_{state['timesteps']:010d}{suffix}", write)
         state["checkpoint"] = path.name
         write_json(self.run / "state.json", state)
         for old in self.paths()[self.keep :]:
-            _remove(old)
+            remove(old)
         return path
 
     def load(self, read: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
@@ -696,6 +740,9 @@ def load_checkpoint(
 
     def read(path: Path) -> dict[str, Any]:
         blob = torch.load(path, map_location="cpu", weights_only=True)
+        bad = non_finite_weights(blob["model"])
+        if bad is not None:  # written before divergence stopped a run: skipped as damaged
+            raise ValueError(f"non-finite weights in {bad!r} (the run had diverged)")
         if blob.get("network") != args.network_spec():
             raise ConfigError(
                 f"checkpoint {path} holds network {blob.get('network')} but the run's config "
@@ -708,13 +755,6 @@ def load_checkpoint(
         return state
 
     return Checkpoints(run, args.keep_checkpoints).load(read)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir():
-        shutil.rmtree(path)
-    elif path.exists():
-        path.unlink()
 
 
 def check_before_work(args: TrainArgs, resume: bool) -> None:
@@ -783,7 +823,9 @@ class RunFolder:
         self.args, self.path = args, args.run_path
         self.checkpoints = Checkpoints(self.path, args.keep_checkpoints)
         check_run_folder(self.path, resume, args.keep_checkpoints)
-        if not resume:
+        if resume:
+            remove_leftovers(self.path)  # of writes a killed run left (`write_atomically`)
+        else:
             self.path.mkdir(parents=True, exist_ok=True)
             write_json(self.path / "config.json", jsonable(args))
         from torch.utils.tensorboard import SummaryWriter
@@ -864,8 +906,7 @@ class RunFolder:
                 f"mean final margin {r['margin_a']:+.0f}"
             )
         if args.export:
-            Path(args.export).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.export).write_bytes(policy.read_bytes())
+            write_atomically(args.export, lambda tmp: shutil.copyfile(policy, tmp))
             print(f"copied the policy to {args.export}")
         print(
             f"saved {policy} ({steps} {args.STEPS}, {state['wall_s']:.0f}s of training); "
@@ -874,14 +915,24 @@ class RunFolder:
         return policy
 
     def append_row(self, name: str, row: dict[str, Any]) -> None:
-        """Append `row` to the run folder's CSV file `name` (its header first, when new)."""
+        """Add `row` to the run folder's CSV file `name` (its header first, when new), in place
+        of any row of the same step (its first column): a resumed run that measures a step
+        again (a finished run resumed, a step after its last checkpoint) keeps one row of it.
+        The file is rewritten atomically."""
         path = self.path / name
-        new = not path.exists()
-        with open(path, "a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(row))
-            if new:
+        step = next(iter(row))
+        rows: list[dict[str, Any]] = []
+        if path.exists():
+            with open(path, newline="") as f:
+                rows = [r for r in csv.DictReader(f) if r.get(step) != str(row[step])]
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(row), extrasaction="ignore")
                 w.writeheader()
-            w.writerow(row)
+                w.writerows([*rows, row])
+
+        write_atomically(path, write)
 
     def learning_curve(self, title: str = "learning curve") -> Path | None:
         """PNG of the evaluations (win rate against each bot over timesteps)."""
@@ -958,10 +1009,9 @@ def jsonable(args: Any) -> dict[str, Any]:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write atomically (a temporary file, then a rename)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    tmp.replace(path)
+    """Write atomically (`write_atomically`: a temporary file, then a rename)."""
+    text = json.dumps(data, indent=1)
+    write_atomically(path, lambda tmp: tmp.write_text(text))
 
 
 def network_spec(args: Any) -> dict[str, Any]:

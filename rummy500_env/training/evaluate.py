@@ -15,8 +15,9 @@ prints a table (games, wins, win rate with a 95% Wilson interval, mean points pe
 final margin with its 95% interval) and Elo ratings fitted by maximum likelihood
 (Bradley-Terry) with 95% intervals, and writes ``results.json``, ``pairs.csv`` and
 ``ratings.png`` to --out. Each game is also written to ``games.jsonl`` there as it ends: a
-stopped tournament goes on with ``--resume`` (the same agents and flags), playing only the
-games it lacks.
+stopped tournament (Ctrl+C, a worker process killed) goes on with ``--resume`` (the same agents
+and flags), playing only the games it lacks. An agent that asks an endpoint (``llm:``) also
+has its failed requests and fallbacks (the decisions that were not the model's) listed.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     try:
         summary = run(cfg)
-    except EvaluateError as e:  # a --resume whose journal is missing or another tournament's
+    except Rummy500Error as e:  # a --resume of another tournament's journal, a worker killed
         print(f"error: {e}", file=sys.stderr)
         return 2
     summary["wall_s"] = time.time() - t0

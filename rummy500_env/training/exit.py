@@ -35,8 +35,8 @@ table): a search guided by an untrained network is no expert. A run folder holds
 from __future__ import annotations
 
 import math
-import multiprocessing as mp
 import random
+import re
 import sys
 import tempfile
 import time
@@ -58,6 +58,7 @@ from rummy500_env.agents.psearch import LEAVES, PolicySearchAgent, hand_value
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.agents.shipped import policy_path, shipped_for
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.files import remove_leftovers, write_atomically
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.rules import Rules
@@ -78,8 +79,10 @@ from rummy500_env.training.common import (
     require_positive_ints,
     save_checkpoint,
     seed_and_threads,
+    stop_if_diverged,
     trainer_main,
 )
+from rummy500_env.training.pool import WorkerDied, WorkerPool
 from rummy500_env.training.tournament import Config, one_torch_thread
 from rummy500_env.training.tournament import run as run_tournament
 
@@ -90,6 +93,18 @@ LABELS_A_HAND = 20
 how many hands the first batch of a task starts."""
 FIELDS = ("obs", "mask", "policy", "search_value", "outcome")
 """The arrays of a batch of labels (`label_hands`)."""
+LABELS_FILE = re.compile(r"round_(\d+)\.npz")
+"""A round's labels file in ``labels/``; nothing else there is one (a write under way has a
+hidden temporary name, `write_atomically`'s)."""
+RAY_LOSSES = (
+    "WorkerCrashedError",
+    "NodeDiedError",
+    "LocalRayletDiedError",
+    "OutOfMemoryError",
+    "ObjectLostError",
+)
+"""The ``ray.exceptions`` that say a task's work was lost (its worker or node died, Ray's
+retries spent), rather than raised by the task itself."""
 
 
 @dataclass
@@ -153,11 +168,6 @@ class Args(TrainArgs):
     """Value target: this share of the search's value, the rest the hand's outcome."""
     max_grad_norm: float = 0.5
     """Gradient norm clip."""
-    critic: str = "obs"
-    """What the value head reads: only "obs" (the observation). A critic that sees the other
-    seats' hands ("full", training.ppo's) has no use here: no advantage is estimated (the
-    policy learns the search's targets), and the value head is the search's leaf, which must
-    value positions from what a seat can see."""
     threads: int = 2
     """Torch threads of the update."""
     progress: bool = True
@@ -197,15 +207,6 @@ class Args(TrainArgs):
         require(self, self.value_coef >= 0, "value_coef", "use a number >= 0")
         require(self, 0 <= self.value_mix <= 1, "value_mix", "use a number in [0, 1]")
         require(self, self.max_grad_norm > 0, "max_grad_norm", "use a number > 0")
-        require(
-            self,
-            self.critic == "obs",
-            "critic",
-            "expert iteration learns values from the search's labels and the hands' outcomes, "
-            "with no advantages a full-information critic could steady, and its value head is "
-            "the search's leaf, which may read only what a seat sees: use 'obs' (a critic that "
-            "sees the whole table is training.ppo's --critic full)",
-        )
         require(
             self,
             self.address is None or self.ray,
@@ -409,7 +410,7 @@ class Workers:
 
     def __init__(self, args: Args) -> None:
         self.args = args
-        self.pool: Any = None
+        self.pool: WorkerPool | None = None
         self.ray: Any = None
         if args.ray:
             try:
@@ -427,20 +428,17 @@ class Workers:
                     ray.init(num_cpus=args.workers, include_dashboard=False)
             self.ray = ray
         elif args.workers > 1:
-            self.pool = mp.get_context("spawn").Pool(args.workers, initializer=one_torch_thread)
+            self.pool = WorkerPool(args.workers, initializer=one_torch_thread)
 
     def label(
         self, tasks: list[LabelTask], work: LabelWork = label_hands
     ) -> Iterator[dict[str, np.ndarray]]:
         """Each task's labels (`work`'s result), in the order the tasks finish."""
         if self.ray is not None:
-            remote = self.ray.remote(work)
-            pending = [remote.remote(t) for t in tasks]
-            while pending:
-                done, pending = self.ray.wait(pending, num_returns=1)
-                yield self.ray.get(done[0])
+            yield from self.label_on_ray(tasks, work)
         elif self.pool is not None:
-            yield from self.pool.imap_unordered(work, tasks)
+            lost = "; resume the run from its last checkpoint with --resume"
+            yield from self.pool.imap_unordered(work, tasks, unit="labelling task", advice=lost)
         else:
             before = torch.get_num_threads()
             torch.set_num_threads(1)
@@ -450,10 +448,40 @@ class Workers:
             finally:
                 torch.set_num_threads(before)
 
+    def label_on_ray(
+        self, tasks: list[LabelTask], work: LabelWork
+    ) -> Iterator[dict[str, np.ndarray]]:
+        """`label` on Ray. A task whose worker died more often than Ray retries it (`RAY_LOSSES`)
+        is `WorkerDied`, one line, as a local worker's death is; the tasks still pending are
+        cancelled, so that a cluster does not run them on for nobody."""
+        losses = tuple(
+            getattr(self.ray.exceptions, name)
+            for name in RAY_LOSSES
+            if hasattr(self.ray.exceptions, name)
+        )
+        remote = self.ray.remote(work)
+        pending = [remote.remote(t) for t in tasks]
+        try:
+            while pending:
+                done, pending = self.ray.wait(pending, num_returns=1)
+                try:
+                    labels = self.ray.get(done[0])
+                except losses as e:
+                    why = (str(e).strip().splitlines() or [""])[0][:200]
+                    lost = f"{len(pending) + 1} of {len(tasks)} labelling tasks unfinished"
+                    raise WorkerDied(
+                        f"a Ray worker labelling died and Ray's retries are spent "
+                        f"({type(e).__name__}: {why}) with {lost}; resume the run from its last "
+                        "checkpoint with --resume"
+                    ) from None
+                yield labels
+        finally:
+            for ref in pending:
+                self.ray.cancel(ref, force=True)
+
     def close(self) -> None:
         if self.pool is not None:
-            self.pool.terminate()
-            self.pool.join()
+            self.pool.close()
         if self.ray is not None and self.joined:
             self.ray.shutdown()
 
@@ -493,7 +521,8 @@ def exit_update(
     seed: int,
 ) -> dict[str, float]:
     """`n_epochs` passes over `labels`; returns the last pass's mean losses: the policy's cross
-    entropy to the improved policy, its KL divergence from it, and the value loss."""
+    entropy to the improved policy, its KL divergence from it, and the value loss; and the
+    gradient's norm before clipping (a non-finite one is a diverged step)."""
     obs = torch.from_numpy(labels["obs"])
     masks = torch.from_numpy(labels["mask"])
     targets = torch.from_numpy(labels["policy"])
@@ -503,7 +532,7 @@ def exit_update(
     network.train()
     stats: dict[str, list[float]] = {}
     for _epoch in range(args.n_epochs):
-        stats = {"policy": [], "kl": [], "value": []}
+        stats = {"policy": [], "kl": [], "value": [], "grad_norm": []}
         order = torch.as_tensor(gen.permutation(len(obs)))
         for start in range(0, len(obs), args.minibatch_size):
             idx = order[start : start + args.minibatch_size]
@@ -514,13 +543,43 @@ def exit_update(
             loss = policy_loss + args.value_coef * value_loss
             optimizer.zero_grad()
             torch.autograd.backward(loss)
-            nn.utils.clip_grad_norm_(network.parameters(), args.max_grad_norm)
+            norm = nn.utils.clip_grad_norm_(network.parameters(), args.max_grad_norm)
             optimizer.step()
+            stats["grad_norm"].append(float(norm))
             stats["policy"].append(policy_loss.item())
             stats["kl"].append((cross_entropy - entropy_of_targets[idx]).mean().item())
             stats["value"].append(value_loss.item())
     network.eval()
     return {k: float(np.mean(v)) for k, v in stats.items()}
+
+
+def labels_files(folder: Path) -> dict[int, Path]:
+    """The rounds' labels files in `folder` (`LABELS_FILE`), by round, oldest first."""
+    found = {}
+    for path in folder.glob("round_*.npz"):
+        name = LABELS_FILE.fullmatch(path.name)
+        if name:
+            found[int(name[1])] = path
+    return dict(sorted(found.items()))
+
+
+def save_labels(path: Path, labels: dict[str, np.ndarray]) -> None:
+    """Write a round's labels (`FIELDS`) as a compressed ``.npz`` at `path`, whatever its
+    name: numpy adds ``.npz`` to a name without it, not to an open file."""
+    with open(path, "wb") as f:
+        np.savez_compressed(f, allow_pickle=False, **labels)
+
+
+def labels_problem(path: Path) -> str | None:
+    """Why the labels file `path` cannot be learned from (cut short, damaged bytes, an array
+    missing, arrays of different lengths), or None: every array is read whole, so its
+    checksum is checked."""
+    try:
+        with np.load(path) as data:
+            lengths = {len(data[k]) for k in FIELDS}
+    except Exception as e:  # numpy and zipfile raise many types for damaged bytes
+        return f"{type(e).__name__}: {e}"
+    return None if len(lengths) == 1 else "its arrays differ in length"
 
 
 def load_replay(files: list[Path]) -> dict[str, np.ndarray]:
@@ -576,13 +635,35 @@ class Trainer:
             for group in self.optimizer.param_groups:  # the checkpoint's rate; a resume may
                 group["lr"] = args.learning_rate  # change it (`check_resume`)
             print(f"resumed from {self.state['checkpoint']} at {self.state['timesteps']} labels")
-            for f in self.labels_dir.glob("round_*.npz"):  # rounds after the checkpoint:
-                if int(f.stem.split("_")[1]) >= self.state["rounds"]:  # labelled again
-                    f.unlink()
         else:
             self.state = {"timesteps": 0, "rounds": 0, "wall_s": 0.0, "label_s": 0.0}
             self.state["init_policy"] = args.policy_name()
+        self.check_labels()
         self.workers = Workers(args)
+
+    def check_labels(self) -> None:
+        """Leave in ``labels/`` only what the next round may learn from, checked now rather
+        than when a round loads it: no temporary file of a write a killed run left, no round
+        from after the checkpoint (it is labelled again), and no damaged file. A damaged one
+        (its bytes cut or changed since it was written whole) is removed with a warning: its
+        round was learned from before the checkpoint, so the run loses no work, only that
+        round's share of the replay until it would have aged out; a refusal would leave the
+        user no other choice than removing it."""
+        remove_leftovers(self.labels_dir)
+        for leftover in self.labels_dir.glob("round_*.tmp.npz"):  # older versions' temporary
+            leftover.unlink()
+        for number, path in labels_files(self.labels_dir).items():
+            if number >= self.state["rounds"]:
+                path.unlink()
+                continue
+            problem = labels_problem(path)
+            if problem is not None:
+                print(
+                    f"warning: removed the damaged labels file {path} ({problem[:200]}); the "
+                    f"next rounds learn from the other rounds' labels",
+                    file=sys.stderr,
+                )
+                path.unlink()
 
     @property
     def timesteps(self) -> int:
@@ -606,17 +687,19 @@ class Trainer:
         label_s = time.time() - t0
         n = len(labels["obs"])
         path = self.labels_dir / f"round_{self.state['rounds']:05d}.npz"
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez_compressed(tmp, allow_pickle=False, **labels)
-        tmp.replace(path)  # atomic: a round's file is whole or absent
-        files = sorted(self.labels_dir.glob("round_*.npz"))
-        for old in files[: -args.replay_rounds]:
-            old.unlink()
+        write_atomically(path, partial(save_labels, labels=labels))  # whole or absent
+        oldest = self.state["rounds"] - args.replay_rounds + 1  # of the replay
+        replay = []
+        for number, file in labels_files(self.labels_dir).items():
+            if number < oldest:
+                file.unlink()
+            else:
+                replay.append(file)
         t1 = time.time()
         losses = exit_update(
             self.network,
             self.optimizer,
-            load_replay(files[-args.replay_rounds :]),
+            load_replay(replay),
             args,
             args.seed + self.state["rounds"],
         )
@@ -639,6 +722,8 @@ class Trainer:
         evaluation = Every(args.eval_every, self.timesteps)
         while self.timesteps < args.total_timesteps:
             figures = self.round()
+            where = f"round {self.state['rounds']} ({self.timesteps:,} labels)"
+            stop_if_diverged(figures, where, self.run.path)  # before it is saved anywhere
             for k, v in figures.items():
                 self.run.writer.add_scalar(f"exit/{k}", v, self.timesteps)
             if args.progress:

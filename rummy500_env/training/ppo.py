@@ -63,9 +63,9 @@ from rummy500_env.training.common import (
     require_positive_ints,
     save_checkpoint,
     seed_and_threads,
+    stop_if_diverged,
     trainer_main,
 )
-from rummy500_env.training.common import load_yaml as load_yaml  # benchmarks/ import it here
 from rummy500_env.training.model import ADAM_EPS, ActorCritic, masked_logits, new_model, ppo_loss
 from rummy500_env.training.parallel import ParallelCollector, shares
 from rummy500_env.training.rollouts import Collector, Rollout, new_collector
@@ -266,14 +266,15 @@ def ppo_update(
     model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Rollout, args: Args, seed: int
 ) -> dict[str, float]:
     """Clipped PPO epochs over one rollout (`ppo_loss`); returns the last epoch's mean
-    losses."""
+    losses and gradient norm (before clipping: a non-finite one is a diverged step)."""
     flat = {
         k: getattr(batch, k).flatten(0, 1)
         for k in ("obs", "masks", "actions", "logprobs", "advantages", "returns")
     }
     size = flat["actions"].shape[0]
     gen = np.random.default_rng(seed)
-    stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy", "kl", "clip")}
+    names = ("policy", "value", "entropy", "kl", "clip", "grad_norm")
+    stats: dict[str, list[float]] = {k: [] for k in names}
     for _epoch in range(args.n_epochs):
         stats = {k: [] for k in stats}
         order = torch.as_tensor(gen.permutation(size))
@@ -286,8 +287,9 @@ def ppo_update(
             out = ppo_loss(logits, values, mb, args.clip_range, args.vf_coef, args.ent_coef)
             optimizer.zero_grad()
             torch.autograd.backward(out["loss"])
-            nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+            norm = nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
             optimizer.step()
+            stats["grad_norm"].append(float(norm))
             with torch.no_grad():
                 ratio, log_ratio = out["ratio"], out["log_ratio"]
                 stats["kl"].append(float(((ratio - 1) - log_ratio).mean()))
@@ -412,6 +414,7 @@ class Trainer:
             t = time.time()
             data = collect_expert(args, args.bc_decisions)
             stats = behaviour_clone(self.model, data, args.bc_epochs, args.seed)
+            stop_if_diverged(stats, "behaviour cloning", self.run.path)
             self.state["behaviour_cloning"] = stats | {"seconds": time.time() - t}
 
     def snapshot(self) -> None:
@@ -449,6 +452,8 @@ class Trainer:
             )
             self.state["updates"] += 1
             self.state["timesteps"] += args.rollout_size
+            where = f"update {self.state['updates']} ({self.timesteps:,} timesteps)"
+            stop_if_diverged(losses, where, self.run.path)  # before it is saved anywhere
             steps_since += args.rollout_size
             self.state["wall_s"] += time.time() - start
             start = time.time()

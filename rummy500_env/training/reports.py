@@ -57,9 +57,29 @@ def print_field_table(summary: dict[str, Any]) -> None:
     )
 
 
+def print_reply_counts(summary: dict[str, Any]) -> None:
+    """For each agent that asks an endpoint (an ``llm:`` agent), its decisions, the requests
+    that got no reply and the decisions settled by its fallback: those are not the model's,
+    and a table of an endpoint that failed every request would rank the fallback."""
+    counts = summary.get("reply_counts") or {}
+    if not counts:
+        return
+    print(f"\n{'asks an endpoint':>16} {'decisions':>10} {'failed requests':>16} {'fallbacks':>9}")
+    for agent, c in counts.items():
+        share = c["fallbacks"] / c["decisions"] if c["decisions"] else 0.0
+        print(
+            f"{agent:>16} {c['decisions']:>10} {c['failed']:>16} {c['fallbacks']:>9} ({share:.1%})"
+        )
+    print(
+        "A fallback is a decision the endpoint did not make: a legal action picked without it, "
+        "after its replies failed or named none."
+    )
+
+
 def print_table(summary: dict[str, Any]) -> None:
     if summary["config"].get("field"):
         print_field_table(summary)
+        print_reply_counts(summary)
         return
     ep = summary["config"]["episode"]
     margin_name = "mean hand margin" if ep == "hand" else "mean final margin"
@@ -77,6 +97,7 @@ def print_table(summary: dict[str, Any]) -> None:
             f"{row['points_per_hand_a']:>10.1f} {row['points_per_hand_b']:>10.1f} "
             f"{row['margin_a']:>12.1f} ({mlo:.1f} to {mhi:.1f})"
         )
+    print_reply_counts(summary)
     print("\nElo (maximum likelihood, mean 0):")
     for e in sorted(summary["elo"], key=lambda e: -e["elo"]):
         print(f"  {e['agent']:>16} {e['elo']:>8.0f} ± {e['ci95']:.0f}")

@@ -11,27 +11,31 @@ cluster. Used by the ``training.evaluate`` command and by training's evaluations
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
 import math
-import multiprocessing as mp
 import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import rummy500_env
+from rummy500_env.agents.ask import ReplyCounts
 from rummy500_env.agents.registry import make_agent, parse_spec
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.engine.files import write_atomically
 from rummy500_env.engine.rules import Rules
-from rummy500_env.training.arena import Result, play
+from rummy500_env.training.arena import Result, add_counts, play
+from rummy500_env.training.pool import WorkerPool
 from rummy500_env.training.stats import elo, mean_ci, wilson
 
 
@@ -59,6 +63,9 @@ class GameRecord:
     margin: float  # agent 0 minus agent 1: final totals (games) or hand score (hands)
     hands: int
     truncated: bool
+    reply_counts: list[dict[str, int] | None] = field(default_factory=lambda: [None, None])
+    """Per agent of the pair, its `ReplyCounts` over the game (its seats added up), or None
+    for an agent that keeps none (`arena.reply_counts`)."""
 
 
 @dataclass
@@ -128,6 +135,9 @@ def score_game(task: Task, r: Result, episode: str) -> GameRecord:
     else:
         tot = [np.mean([r.totals[s] for s in range(n) if task.seats[s] == a]) for a in (0, 1)]
         margin = float(tot[0] - tot[1])
+    counts: list[dict[str, int] | None] = [None, None]
+    for seat, seat_counts in enumerate(r.reply_counts):
+        counts[task.seats[seat]] = add_counts(counts[task.seats[seat]], seat_counts)
     return GameRecord(
         task.pair,
         task.deal,
@@ -138,6 +148,7 @@ def score_game(task: Task, r: Result, episode: str) -> GameRecord:
         margin,
         len(r.hand_scores),
         r.truncated,
+        counts,
     )
 
 
@@ -194,12 +205,18 @@ def summarize(cfg: Config, records: list[GameRecord]) -> dict[str, Any]:
 
     In a field tournament a pair's row also holds the fair share (1 / players) and the win
     share over it, a draw counts as no win, and there are no Elo ratings (a field game is not
-    a game between two players)."""
+    a game between two players).
+
+    An agent that counts its endpoint's replies (an ``llm:`` agent) has them added up in its
+    pairs' rows (``reply_counts_a``, ``reply_counts_b``) and over all its games
+    (``reply_counts``, by agent): its failed requests and fallbacks, the decisions that were
+    not the model's."""
     labels = labels_of(cfg.specs)
     pairs = pairs_of(cfg)
     fair = 1 / cfg.game_rules().players
     table = []
     bt: list[tuple[int, int, float]] = []
+    by_agent: dict[str, dict[str, int] | None] = {}
     for p, (i, j) in enumerate(pairs):
         recs = [r for r in records if r.pair == p]
         n = len(recs)
@@ -229,6 +246,11 @@ def summarize(cfg: Config, records: list[GameRecord]) -> dict[str, Any]:
                 "truncated": sum(r.truncated for r in recs),
             }
         )
+        for who, (side, k) in enumerate((("a", i), ("b", j))):
+            counts = functools.reduce(add_counts, (r.reply_counts[who] for r in recs), None)
+            if counts is not None:
+                table[-1][f"reply_counts_{side}"] = counts
+                by_agent[labels[k]] = add_counts(by_agent.get(labels[k]), counts)
         if cfg.field:
             table[-1] |= {"fair_share": fair, "share_over_fair": score / n / fair if n else 0.0}
             continue
@@ -244,6 +266,7 @@ def summarize(cfg: Config, records: list[GameRecord]) -> dict[str, Any]:
         "config": asdict(cfg),
         "pairs": table,
         "elo": ratings,
+        "reply_counts": by_agent,
         "games": [asdict(r) for r in records],
     }
 
@@ -291,6 +314,67 @@ def torch_threads(n: int, specs: list[str]) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _whole(value: Any) -> bool:
+    """An int, and not a bool (which JSON's true would pass for)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _finite(value: Any) -> bool:
+    """A number that is not NaN or infinite (JSON's NaN and Infinity read as floats)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _counts(value: Any) -> bool:
+    """A `ReplyCounts` as a dict: each of its counts, a whole number from 0."""
+    names = {f.name for f in fields(ReplyCounts)}
+    return (
+        isinstance(value, dict)
+        and value.keys() == names
+        and all(_whole(v) and v >= 0 for v in value.values())
+    )
+
+
+GAME_LINE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "pair": _whole,
+    "deal": _whole,
+    "rotation": _whole,
+    "seats": lambda v: isinstance(v, list),
+    "winner": lambda v: v is None or (_whole(v) and v in (0, 1)),
+    "points_per_hand": lambda v: isinstance(v, list) and len(v) == 2 and all(map(_finite, v)),
+    "margin": _finite,
+    "hands": lambda v: _whole(v) and v >= 0,
+    "truncated": lambda v: isinstance(v, bool),
+    "reply_counts": lambda v: (
+        isinstance(v, list) and len(v) == 2 and all(c is None or _counts(c) for c in v)
+    ),
+}
+"""What each field of a journal's game line must hold (`game_from_line`)."""
+
+
+def game_from_line(line: str, seats: dict[tuple[int, int, int], list[int]]) -> GameRecord:
+    """A journal line as a game of the tournament whose tasks' seats are `seats`; else a
+    ValueError saying what is wrong with it (``torn``, ``with a bad margin``, ...): a line
+    trusted as it was could count a game twice, remove a win or put NaN in the table."""
+    try:
+        d = json.loads(line)
+    except ValueError:
+        raise ValueError("torn") from None
+    if not isinstance(d, dict):
+        raise ValueError("torn")
+    required = {f.name for f in fields(GameRecord) if f.name != "reply_counts"}
+    if not required <= d.keys() <= GAME_LINE_CHECKS.keys():
+        raise ValueError("with other fields than a game's")
+    for name, value in d.items():
+        if not GAME_LINE_CHECKS[name](value):
+            raise ValueError(f"with a bad {name}")
+    key = (d["pair"], d["deal"], d["rotation"])
+    if key not in seats:
+        raise ValueError("not a game of this tournament")
+    if d["seats"] != seats[key]:
+        raise ValueError("with other seats than its game's")
+    return GameRecord(**d)
+
+
 class Journal:
     """``games.jsonl`` in a tournament's folder: a first line naming the tournament
     (`identity`), then one line per game as it ends. A tournament of hours (searches at a
@@ -304,11 +388,12 @@ class Journal:
     def __init__(self, cfg: Config) -> None:
         self.path = Path(cfg.out) / self.NAME
         self.identity = self.identity_of(cfg)
-        self.kept = self._read() if cfg.resume else []
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "w") as f:  # rewritten whole: a torn last line is dropped
-            for line in [{"tournament": self.identity}, *map(asdict, self.kept)]:
-                f.write(json.dumps(line) + "\n")
+        self.kept = self._read(tasks_for(cfg)) if cfg.resume else []
+        # Rewritten whole, without the lines dropped, and atomically: a Ctrl+C meanwhile
+        # leaves the old journal as it was (rewritten in place, one lost 60,000 games).
+        lines = [{"tournament": self.identity}, *map(asdict, self.kept)]
+        text = "".join(json.dumps(line) + "\n" for line in lines)
+        write_atomically(self.path, lambda tmp: tmp.write_text(text))
 
     @staticmethod
     def identity_of(cfg: Config) -> dict[str, Any]:
@@ -331,7 +416,10 @@ class Journal:
             "version": rummy500_env.__version__,
         }
 
-    def _read(self) -> list[GameRecord]:
+    def _read(self, tasks: list[Task]) -> list[GameRecord]:
+        """The journal's games, if it is this tournament's. A line that is not a whole game of
+        one of `tasks` (torn by a stop, edited, of another version) is dropped, its game
+        played again, and one warning says how many were dropped and why."""
         if not self.path.is_file():
             raise EvaluateError(
                 f"--resume: no {self.NAME} in {str(self.path.parent)!r}, so nothing to resume: "
@@ -353,13 +441,25 @@ class Journal:
                 f"{', '.join(changed)}); resume with the same agents and flags, or drop --resume "
                 "(or pick another --out) to start a new one"
             )
+        seats = {(t.pair, t.deal, t.rotation): t.seats for t in tasks}
         records: dict[tuple[int, int, int], GameRecord] = {}
+        dropped: collections.Counter[str] = collections.Counter()
         for line in lines[1:]:
             try:
-                r = GameRecord(**json.loads(line))
-            except (ValueError, TypeError):
-                continue  # a line torn by the stop: that game is played again
+                r = game_from_line(line, seats)
+                if (r.pair, r.deal, r.rotation) in records:
+                    raise ValueError("repeating a game")
+            except ValueError as why:
+                dropped[str(why)] += 1
+                continue
             records[r.pair, r.deal, r.rotation] = r
+        if dropped:
+            reasons = ", ".join(f"{n} {why}" for why, n in dropped.most_common())
+            print(
+                f"warning: --resume: dropped {dropped.total()} of {len(lines) - 1} game lines "
+                f"of {self.path}, their games to be played again: {reasons}",
+                file=sys.stderr,
+            )
         return list(records.values())
 
     def add(self, record: GameRecord) -> None:
@@ -385,9 +485,11 @@ def run(cfg: Config, progress: bool = True) -> dict[str, Any]:
             journal.add(rec)
         bar.update(1)
 
-    if work:
-        _play(cfg, work, ended)
-    bar.close()
+    try:
+        if work:
+            _play(cfg, work, ended)
+    finally:  # an error's line goes below the bar, not into it
+        bar.close()
     records.sort(key=lambda r: (r.pair, r.deal, r.rotation))
     return summarize(cfg, records)
 
@@ -409,10 +511,16 @@ def _play(cfg: Config, work: list[Work], ended: Callable[[GameRecord], None]) ->
     if cfg.ray:
         run_on_ray(cfg, work, ended)
     elif cfg.workers > 1:
-        with mp.get_context("spawn").Pool(cfg.workers, initializer=one_torch_thread) as pool:
-            for rec in pool.imap_unordered(
-                play_task, work, chunksize=games_per_task(len(work), cfg.workers)
-            ):
+        journal = Path(cfg.out) / Journal.NAME
+        advice = (
+            f"; {journal} keeps the games that ended: run the same command with --resume to "
+            "play the rest"
+            if cfg.journal or cfg.resume
+            else ""
+        )
+        size = games_per_task(len(work), cfg.workers)
+        with WorkerPool(cfg.workers, initializer=one_torch_thread) as pool:
+            for rec in pool.imap_unordered(play_task, work, size, "game", advice):
                 ended(rec)
     else:
         with torch_threads(1, cfg.specs):
