@@ -36,8 +36,8 @@ import torch
 import rummy500_env
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.training import ppo, rllib
-from rummy500_env.training.common import load_yaml
 from rummy500_env.training.model import gae, new_model
+from rummy500_env.training.settings import load_yaml
 
 PAD_EVERY = 16
 """Every 16th row of the fixed batch is an appended step (RLlib's loss mask False)."""

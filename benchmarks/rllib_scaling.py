@@ -33,8 +33,8 @@ import time
 from typing import Any
 
 from rummy500_env.engine.numbers import int_option
-from rummy500_env.training.common import load_yaml
 from rummy500_env.training.rllib import args_from_dict, build_config, sampled, start_ray
+from rummy500_env.training.settings import load_yaml
 
 
 def sample_steps(runner: Any, steps: int) -> tuple[int, float, str]:

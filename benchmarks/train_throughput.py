@@ -19,8 +19,8 @@ import time
 from typing import Any
 
 from rummy500_env.engine.numbers import int_option
-from rummy500_env.training.common import load_yaml
 from rummy500_env.training.ppo import Trainer, args_from_dict
+from rummy500_env.training.settings import load_yaml
 
 
 def measure(config: str, steps: int, overrides: dict[str, Any]) -> float:

@@ -40,8 +40,8 @@ import torch.nn.functional as F
 
 from rummy500_env.agents.networks import CardBlock
 from rummy500_env.engine.numbers import int_option
-from rummy500_env.training.common import load_yaml
 from rummy500_env.training.ppo import ADAM_EPS, Trainer, args_from_dict, ppo_update
+from rummy500_env.training.settings import load_yaml
 
 VARIANTS = ("eager", "compile", "split-run", "conv", "mb2048x2")
 

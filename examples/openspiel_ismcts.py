@@ -25,7 +25,7 @@ import rummy500_env.rl.openspiel  # noqa: F401  (registers python_rummy500)
 from rummy500_env import Rules
 from rummy500_env.agents import ExpertAgent
 from rummy500_env.agents.ismcts import ISMCTSAgent
-from rummy500_env.training.arena import play
+from rummy500_env.evaluation.arena import play
 
 
 def openspiel_loop(game: pyspiel.Game, simulations: int, seed: int) -> list[float]:

@@ -21,7 +21,7 @@ import ray
 
 from rummy500_env.agents import GreedyAgent
 from rummy500_env.agents.policy import PolicyAgent
-from rummy500_env.training.arena import play
+from rummy500_env.evaluation.arena import play
 from rummy500_env.training.rllib import Args, build_config, export_policy, sampled, start_ray
 
 

@@ -131,7 +131,7 @@ def test_help_lists_every_kind_of_agent_and_the_shipped_policies(command, capsys
     from rummy500_env.__main__ import main as watch
     from rummy500_env.agents.registry import KINDS
     from rummy500_env.agents.shipped import shipped_policies
-    from rummy500_env.training.evaluate import parse_args
+    from rummy500_env.evaluation.evaluate import parse_args
 
     with pytest.raises(SystemExit):
         parse_args(["--help"]) if command == "training.evaluate" else watch(["--help"])

@@ -396,7 +396,7 @@ EVALUATE = st.tuples(
 @settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck))
 @given(argv=EVALUATE)
 def test_evaluate(argv: list[str]) -> None:
-    from rummy500_env.training.evaluate import main
+    from rummy500_env.evaluation.evaluate import main
 
     base = ["--workers", "1", "--games", "1", "--episode", "hand", "--out", str(SCRATCH / "ev")]
     check(main, [*argv, *_defaults(argv, base)])
@@ -599,8 +599,8 @@ def test_cases_the_fuzz_found_in_the_other_commands(
     no_server: None, no_training: None, name: str, argv: list[str]
 ) -> None:
     from rummy500_env.__main__ import main as watch
+    from rummy500_env.evaluation.evaluate import main as evaluate
     from rummy500_env.play.__main__ import main as play
-    from rummy500_env.training.evaluate import main as evaluate
     from rummy500_env.training.ppo import main as ppo
 
     mains: dict[str, Callable[[list[str]], Any]] = {

@@ -138,7 +138,7 @@ def test_a_request_body_with_a_huge_number_is_a_400_saying_so(tmp_path: Path) ->
 def test_evaluate_refuses_an_out_that_is_a_file_before_any_game(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rummy500_env.training.evaluate as evaluate
+    import rummy500_env.evaluation.evaluate as evaluate
 
     def no_games(cfg: Any) -> Any:
         raise AssertionError("a game was played before --out was checked")
@@ -161,7 +161,7 @@ def test_evaluate_refuses_an_out_that_is_a_file_before_any_game(
 
 
 def test_reports_folder_problem_names_what_is_wrong(tmp_path: Path) -> None:
-    from rummy500_env.training.reports import folder_problem
+    from rummy500_env.evaluation.reports import folder_problem
 
     assert folder_problem(tmp_path / "new" / "deeper", "--out") is None
     assert folder_problem(tmp_path, "--out") is None
@@ -199,8 +199,8 @@ def test_a_position_with_a_huge_int_is_an_invalid_position(field: str) -> None:
 )
 def test_training_int_flags_refuse_digits_other_than_ascii(argv: list[str], flag: str) -> None:
     pytest.importorskip("tyro")
-    from rummy500_env.training.common import ConfigError, command_line
     from rummy500_env.training.ppo import Args
+    from rummy500_env.training.settings import ConfigError, command_line
 
     with pytest.raises(ConfigError, match=f"{flag}=.* is not allowed: use an int"):
         command_line(Args, argv, None)
@@ -208,8 +208,8 @@ def test_training_int_flags_refuse_digits_other_than_ascii(argv: list[str], flag
 
 def test_training_int_flags_take_ascii_digits() -> None:
     pytest.importorskip("tyro")
-    from rummy500_env.training.common import command_line
     from rummy500_env.training.ppo import Args
+    from rummy500_env.training.settings import command_line
 
     argv = ["--total-timesteps", "300", "--seed=7", "--net-arch", "64", "32"]
     args, resuming = command_line(Args, argv, None)
@@ -248,7 +248,7 @@ def test_a_checkpoint_with_damaged_counters_is_skipped_naming_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, words: str
 ) -> None:
     from rummy500_env.training import rllib
-    from rummy500_env.training.common import Checkpoints
+    from rummy500_env.training.run import Checkpoints
 
     run = tmp_path / "run"
     older = _rllib_checkpoint(run, 400)
@@ -269,7 +269,8 @@ def test_a_damaged_state_json_is_one_error_naming_it_not_every_checkpoint_unread
     """A checkpoint from before checkpoints held their counters reads them from the run's
     state.json: a damaged one is that file's error (delete it), not 'start it again'."""
     from rummy500_env.training import rllib
-    from rummy500_env.training.common import Checkpoints, ConfigError
+    from rummy500_env.training.run import Checkpoints
+    from rummy500_env.training.settings import ConfigError
 
     run = tmp_path / "run"
     _rllib_checkpoint(run, 400)
@@ -286,8 +287,8 @@ def test_a_damaged_state_json_is_one_error_naming_it_not_every_checkpoint_unread
 
 def test_a_deeply_nested_config_json_on_resume_is_one_error_naming_it(tmp_path: Path) -> None:
     pytest.importorskip("tyro")
-    from rummy500_env.training.common import ConfigError, command_line
     from rummy500_env.training.ppo import Args
+    from rummy500_env.training.settings import ConfigError, command_line
 
     run = tmp_path / "run"
     run.mkdir()

@@ -1,5 +1,5 @@
-"""training.evaluate: statistics (`training.stats`), the tournament's determinism and seatings
-(`training.tournament`), its outputs and the command's argument errors."""
+"""training.evaluate: statistics (`evaluation.stats`), the tournament's determinism and seatings
+(`evaluation.tournament`), its outputs and the command's argument errors."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from rummy500_env.agents.ask import ReplyCounts
 from rummy500_env.agents.registry import AgentSpecError
 from rummy500_env.engine.errors import RulesError, Rummy500Error
 from rummy500_env.engine.rules import Rules
-from rummy500_env.training import tournament
-from rummy500_env.training.evaluate import main, parse_args
-from rummy500_env.training.stats import elo, mean_ci, wilson
-from rummy500_env.training.tournament import (
+from rummy500_env.evaluation import tournament
+from rummy500_env.evaluation.evaluate import main, parse_args
+from rummy500_env.evaluation.stats import elo, mean_ci, wilson
+from rummy500_env.evaluation.tournament import (
     MAX_GAMES_PER_TASK,
     Config,
     EvaluateError,
@@ -217,7 +217,7 @@ def test_ray_without_ray_is_a_clear_error_before_any_game(monkeypatch, capsys):
 
 def test_games_played_in_this_process_use_one_torch_thread_and_restore_the_count(tmp_path):
     torch = pytest.importorskip("torch")
-    from rummy500_env.training.tournament import torch_threads
+    from rummy500_env.evaluation.tournament import torch_threads
 
     before = torch.get_num_threads()
     torch.set_num_threads(2)
@@ -241,7 +241,7 @@ def test_a_worker_is_handed_few_games_at_once():
 def test_a_stopped_tournament_resumes_with_only_the_games_it_lacks(tmp_path, monkeypatch, capsys):
     """The CLI writes each game to games.jsonl as it ends; ``--resume`` keeps them (a torn
     last line is played again) and plays only the rest, giving the whole run's results."""
-    from rummy500_env.training import tournament
+    from rummy500_env.evaluation import tournament
 
     argv = ["greedy", "random", "expert", "--games", "4", "--workers", "1", "--episode", "hand"]
     whole, stopped = tmp_path / "whole", tmp_path / "stopped"
@@ -271,7 +271,7 @@ def test_ctrl_c_while_a_resume_rewrites_the_journal_keeps_every_game(tmp_path, m
     """``--resume`` rewrites games.jsonl (dropping a torn line); it did so in place, and a
     Ctrl+C then left 0 of 60,000 games and a folder the next resume refused. Now the old
     journal stays whole until the new one replaces it, and no temporary file is left."""
-    from rummy500_env.training import tournament
+    from rummy500_env.evaluation import tournament
 
     argv = ["greedy", "random", "--games", "4", "--workers", "1", "--episode", "hand"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
@@ -363,7 +363,7 @@ def test_an_endpoint_that_fails_every_request_shows_its_fallbacks(tmp_path, monk
     """An endpoint that failed every request was ranked as a player, the fallback's moves
     credited to the model. Its failed requests and fallbacks now come back from the workers
     with each game, added up per agent in the table and results.json; the bots show none."""
-    from rummy500_env.training.reports import print_table, write_outputs
+    from rummy500_env.evaluation.reports import print_table, write_outputs
 
     monkeypatch.setattr(tournament, "play_task", play_against_a_failing_endpoint)
     llm = "llm:http://127.0.0.1:9/v1"

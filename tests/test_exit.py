@@ -17,7 +17,6 @@ import torch
 from rummy500_env import Rules
 from rummy500_env.agents.networks import build_network
 from rummy500_env.agents.policy import PolicyAgent, current_encoding, save_policy
-from rummy500_env.training.common import ConfigError, load_yaml
 from rummy500_env.training.exit import (
     Args,
     LabelTask,
@@ -26,6 +25,7 @@ from rummy500_env.training.exit import (
     parse_args,
     value_targets,
 )
+from rummy500_env.training.settings import ConfigError, load_yaml
 
 RULES = Rules()
 SPEC = {"kind": "cards", "channels": 8, "blocks": 1, "hidden": 16}

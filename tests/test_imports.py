@@ -41,10 +41,11 @@ PACKAGE_LAYERS = {
     "rl": 2,  # the action codec, the observation encoders, the PettingZoo env
     "text": 2,  # the prompt protocol and the TextArena game: the engine's words for a model
     "agents": 3,
-    "training": 4,
-    "bench": 5,
-    "__main__": 5,
-    "play": 5,  # the browser play page: nothing below imports it
+    "evaluation": 4,  # tournaments: torch-free, so bots are ranked without the train extra
+    "training": 5,
+    "bench": 6,
+    "__main__": 6,
+    "play": 6,  # the browser play page: nothing below imports it
 }
 """The package's layers: a module imports only from its own layer or lower ones."""
 PACKAGE = Path(__file__).resolve().parents[1] / "rummy500_env"

@@ -32,8 +32,8 @@ from rummy500_env.agents.llm import (
 from rummy500_env.agents.registry import AgentSpecError, check_spec, make_agent
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.records import Record
+from rummy500_env.evaluation.arena import play
 from rummy500_env.text.protocol import REPLY_HINT
-from rummy500_env.training.arena import play
 
 CARD = re.compile(r"(?<![\w=])(?:10|[2-9JQKA])[CDHS](?![\w])")
 
@@ -243,7 +243,7 @@ def test_a_whole_game_through_the_spec_retries_refusals_and_counts_right(
 
 
 def test_a_tournament_with_the_spec_finishes(endpoint: FakeEndpoint, tmp_path: Path) -> None:
-    from rummy500_env.training.evaluate import main
+    from rummy500_env.evaluation.evaluate import main
 
     out = tmp_path / "eval"
     rc = main(

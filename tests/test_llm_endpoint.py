@@ -40,7 +40,7 @@ from rummy500_env.agents.llm import (
     safe_text,
 )
 from rummy500_env.engine.errors import Rummy500Error
-from rummy500_env.training.arena import play
+from rummy500_env.evaluation.arena import play
 
 KEY = "sk-secret-0123456789"
 SCRIPT_LIMIT_S = 10.0
@@ -411,7 +411,7 @@ def test_a_game_against_a_dead_endpoint_ends_with_the_error_not_a_ranking(
 def test_a_tournament_against_a_failing_endpoint_ends_with_one_error_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rummy500_env.training.evaluate import main
+    from rummy500_env.evaluation.evaluate import main
 
     with RawEndpoint(answer("401 Unauthorized", b"bad key \x1b[2J")) as endpoint:
         args = [f"llm:{endpoint.url}:m", "random", "--games", "2", "--workers", "1"]
@@ -482,7 +482,7 @@ def test_commands_with_the_endpoint_down_say_one_error_line(
 ) -> None:
     spec = f"llm:http://127.0.0.1:{closed_port}/v1"
     commands = [
-        ["rummy500_env.training.evaluate", spec, "random", "--games", "1"],
+        ["rummy500_env.evaluation.evaluate", spec, "random", "--games", "1"],
         ["rummy500_env.play", "--opponent", spec, "--port", "0", "--no-browser"],
     ]
     extra = [["--out", str(tmp_path / "eval")], ["--data-dir", str(tmp_path / "data")]]

@@ -128,7 +128,7 @@ def test_shown_cuts_long_values_and_survives_numbers_too_long_to_print():
     ids=["superscript", "double-minus", "huge", "huge-json", "deep-json"],
 )
 def test_evaluate_refuses_bad_numbers_in_rules_in_one_line(rules, capsys):
-    from rummy500_env.training.evaluate import main
+    from rummy500_env.evaluation.evaluate import main
 
     assert main(["greedy", "random", "--rules", rules]) == 2
     err = capsys.readouterr().err
@@ -144,7 +144,7 @@ def test_evaluate_refuses_bad_numbers_in_rules_in_one_line(rules, capsys):
     ids=["search-huge", "ismcts-superscript"],
 )
 def test_evaluate_refuses_bad_numbers_in_specs_in_one_line(argv, capsys):
-    from rummy500_env.training.evaluate import main
+    from rummy500_env.evaluation.evaluate import main
 
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -154,7 +154,7 @@ def test_evaluate_refuses_bad_numbers_in_specs_in_one_line(argv, capsys):
 @pytest.mark.parametrize("option", ["--games", "--seed", "--workers", "--players"])
 @pytest.mark.parametrize("value", ["٣", "²", HUGE, "1_0"])
 def test_evaluate_number_options_take_ascii_digits_only(option, value, capsys):
-    from rummy500_env.training.evaluate import main
+    from rummy500_env.evaluation.evaluate import main
 
     with pytest.raises(SystemExit) as e:
         main(["greedy", "random", option, value])

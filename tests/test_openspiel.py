@@ -416,7 +416,7 @@ def test_resampling_keeps_what_the_seat_knows_and_deals_the_rest_again():
 def test_openspiel_ismcts_plays_a_whole_hand_against_the_expert_through_the_arena():
     from rummy500_env.agents import ExpertAgent
     from rummy500_env.agents.ismcts import ISMCTSAgent
-    from rummy500_env.training.arena import play
+    from rummy500_env.evaluation.arena import play
 
     agent = ISMCTSAgent(Rules(), simulations=8, seed=1)
     r = play([agent, ExpertAgent(Rules())], Rules(), seed=2, episode="hand")

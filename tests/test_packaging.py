@@ -190,6 +190,51 @@ def install_the_wheel() -> tuple[Path, str] | None:
     return env_dir, python
 
 
+@background.job(__name__, "installed_bare")
+def install_the_wheel_bare() -> tuple[Path, str] | None:
+    """A fresh venv with the wheel alone, no extra (so no torch): (its folder, its python)."""
+    out = background.result("dist")
+    if out is None:
+        return None
+    (wheel,) = out.glob("rummy500_env-*.whl")
+    env_dir = background.temp_dir("installed_bare") / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = str(env_dir / "bin" / "python")
+    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    background.run([*pip, str(wheel)], cwd=env_dir, env=CLEAN)
+    return env_dir, python
+
+
+@pytest.fixture(scope="module")
+def installed_bare(dist: Path) -> tuple[Path, str]:
+    """A fresh venv with the wheel alone: (its folder, its python)."""
+    made: tuple[Path, str] = background.result("installed_bare")
+    return made
+
+
+def test_without_the_train_extra_bots_play_a_tournament(
+    installed_bare: tuple[Path, str], tmp_path: Path
+):
+    """The evaluation room is torch-free: the wheel with no extra ranks bots, in worker
+    processes, and writes its results (the figure needs matplotlib, the train extra's)."""
+    env_dir, python = installed_bare
+    assert "torch" in run([python, "-c", NO_TORCH], tmp_path)
+    evaluate = str(env_dir / "bin" / "rummy500-evaluate")
+    args = ["greedy", "random", "--games", "4", "--workers", "2", "--out", "ev"]
+    out = run([evaluate, *args], cwd=tmp_path, env=CLEAN)
+    assert "wrote results.json, pairs.csv to ev/" in out
+    results = json.loads((tmp_path / "ev" / "results.json").read_text())
+    assert [r["games"] for r in results["pairs"]] == [4]
+
+
+NO_TORCH = """
+try:
+    import torch
+except ModuleNotFoundError as e:
+    print(e)
+"""
+
+
 @pytest.fixture(scope="module")
 def installed(dist: Path) -> tuple[Path, str]:
     """A fresh venv with the wheel and its train and play extras: (its folder, its python)."""

@@ -14,8 +14,8 @@ pytest.importorskip("tyro")
 
 import torch
 
-from rummy500_env.training.common import load_yaml
 from rummy500_env.training.ppo import Trainer, args_from_dict, ppo_update
+from rummy500_env.training.settings import load_yaml
 
 SMALL = {
     "n_games": 4,

@@ -17,9 +17,9 @@ from rummy500_env.agents import ExpertAgent, PolicySearchAgent
 from rummy500_env.agents.policy import shipped_rules
 from rummy500_env.agents.psearch import PolicySearchError
 from rummy500_env.agents.registry import AgentSpecError, check_spec, make_agent, parse_spec
+from rummy500_env.evaluation.arena import play
 from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
-from rummy500_env.training.arena import play
 from tests.helpers import reshuffle_hidden
 
 RULES = Rules()
@@ -315,7 +315,7 @@ def test_a_policy_for_other_rules_is_refused() -> None:
 def test_it_plays_in_training_evaluate_and_replays_for_a_seed(tmp_path: Any) -> None:
     """``training.evaluate`` builds it from its spec in every game; a simulation budget makes
     the tournament replay exactly."""
-    from rummy500_env.training.tournament import Config, run
+    from rummy500_env.evaluation.tournament import Config, run
 
     cfg = Config(["psearch:6", "greedy"], games=2, workers=1, seed=2, out=str(tmp_path))
     cfg.episode = "hand"
@@ -330,7 +330,7 @@ def test_the_knowing_search_benchmark_plays_evaluates_deals_and_pairs_them(tmp_p
     import sys
     from pathlib import Path
 
-    from rummy500_env.training.evaluate import main as evaluate
+    from rummy500_env.evaluation.evaluate import main as evaluate
 
     sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks" / "studies"))
     from psearch_knows import main as knows

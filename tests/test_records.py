@@ -13,7 +13,7 @@ import pytest
 
 from rummy500_env import Rules
 from rummy500_env.engine.records import Record, Recorder, RecordError
-from rummy500_env.training.evaluate import Config, run
+from rummy500_env.evaluation.evaluate import Config, run
 
 SHORT = Rules(target=150)
 """Games to 150 end in a few hands."""

@@ -154,8 +154,8 @@ def test_a_run_whose_snapshot_file_is_gone_says_which(
 def test_a_resume_that_changes_what_the_run_is_made_of_is_refused_before_any_work(
     finished: Path, flags: list[str], words: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rummy500_env.training.common import ConfigError
     from rummy500_env.training.ppo import parse_args
+    from rummy500_env.training.settings import ConfigError
 
     with pytest.raises(ConfigError) as refused:  # parsing: before any folder or model
         parse_args(["--resume", str(finished), *flags])
@@ -182,8 +182,8 @@ def test_the_same_rules_written_another_way_and_budgets_and_workers_may_change(
 
 
 def test_a_run_of_another_encoding_is_refused_naming_it(finished: Path, tmp_path: Path) -> None:
-    from rummy500_env.training.common import ConfigError
     from rummy500_env.training.ppo import parse_args
+    from rummy500_env.training.settings import ConfigError
 
     run = tmp_path / "run"
     shutil.copytree(finished, run)
@@ -237,8 +237,8 @@ def test_a_damaged_config_or_state_file_is_one_clear_error(
 def test_a_field_an_earlier_release_wrote_resumes_with_its_kept_value_only(value, resumes):
     """Run folders of 0.1.0 hold ``critic`` in their config.json: ``obs``, the one value still
     trained, is dropped; ``full`` is refused naming the field, not as an unknown one."""
-    from rummy500_env.training.common import ConfigError, args_of, load_yaml
     from rummy500_env.training.ppo import Args
+    from rummy500_env.training.settings import ConfigError, args_of, load_yaml
 
     saved = load_yaml("ppo") | {"critic": value}
     if resumes:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from rummy500_env.training import rllib
-from rummy500_env.training.common import ConfigError
+from rummy500_env.training.settings import ConfigError
 
 TINY = [
     "--train-batch-size",
@@ -188,8 +188,8 @@ def ray_instance():
 
 def test_trains_exports_resumes_and_the_file_plays_without_ray(ray_instance, tmp_path):
     from rummy500_env.agents.policy import PolicyAgent, load_policy_file
-    from rummy500_env.training.arena import play
-    from rummy500_env.training.evaluate import main as evaluate_main
+    from rummy500_env.evaluation.arena import play
+    from rummy500_env.evaluation.evaluate import main as evaluate_main
 
     run = tmp_path / "run"
     flags = [*TINY, "--network", "mlp", "--num-env-runners", "1", "--run-dir", str(run)]
@@ -382,11 +382,11 @@ def test_card_run_exports_the_learner_plays_and_refuses_another_network(
     from rummy500_env.agents import GreedyAgent
     from rummy500_env.agents.policy import PolicyAgent
     from rummy500_env.engine.rules import Rules
-    from rummy500_env.training.arena import play
-    from rummy500_env.training.common import RunFolder
-    from rummy500_env.training.evaluate import main as evaluate_main
+    from rummy500_env.evaluation.arena import play
+    from rummy500_env.evaluation.evaluate import main as evaluate_main
     from rummy500_env.training.model import new_model
     from rummy500_env.training.ppo import Args as PPOArgs
+    from rummy500_env.training.run import RunFolder
 
     run = tmp_path / "run"
     flags = [*TINY, *CARDS, "--num-env-runners", "1", "--num-envs-per-env-runner", "4"]
@@ -482,7 +482,7 @@ def test_learner_field_refuses_anything_else_and_lists_the_choices(learner):
 
 
 def test_evaluate_on_ray_gives_the_local_pools_results(ray_instance):
-    from rummy500_env.training.tournament import Config, run
+    from rummy500_env.evaluation.tournament import Config, run
 
     local = run(Config(["greedy", "random", "expert"], games=4, workers=1, seed=5), progress=False)
     on_ray = run(
@@ -501,7 +501,7 @@ def test_policy_files_travel_with_the_ray_tasks(tmp_path):
     from rummy500_env.agents.networks import build_network
     from rummy500_env.agents.policy_file import current_encoding, save_policy
     from rummy500_env.engine.rules import Rules
-    from rummy500_env.training.tournament import Config, play_chunk, play_task, tasks_for
+    from rummy500_env.evaluation.tournament import Config, play_chunk, play_task, tasks_for
 
     rules = Rules.preset("standard")
     enc = current_encoding(rules)
@@ -517,7 +517,7 @@ def test_policy_files_travel_with_the_ray_tasks(tmp_path):
 
 
 def test_evaluate_cli_refuses_address_without_ray():
-    from rummy500_env.training.evaluate import main as evaluate_main
+    from rummy500_env.evaluation.evaluate import main as evaluate_main
 
     assert evaluate_main(["greedy", "random", "--address", "auto"]) == 2
 
@@ -525,7 +525,7 @@ def test_evaluate_cli_refuses_address_without_ray():
 def test_evaluate_ray_without_ray_installed_says_so(monkeypatch):
     import builtins
 
-    from rummy500_env.training import tournament
+    from rummy500_env.evaluation import tournament
 
     real_import = builtins.__import__
 
@@ -568,7 +568,7 @@ class FakeAlgo:
 
 
 def test_checkpoint_folders_hold_the_counters_and_a_damaged_newest_falls_back(tmp_path, capsys):
-    from rummy500_env.training.common import RunFolder
+    from rummy500_env.training.run import RunFolder
 
     args = rllib.Args(run_dir=str(tmp_path / "run"), keep_checkpoints=2)
     run = RunFolder(args, resume=False)

@@ -87,7 +87,8 @@ def test_every_command_reads_rules_with_it(capsys):
     engine's message there."""
     from rummy500_env import bench
     from rummy500_env.__main__ import main as watch
-    from rummy500_env.training import evaluate, ppo, rllib
+    from rummy500_env.evaluation import evaluate
+    from rummy500_env.training import ppo, rllib
 
     expected = Rules.preset("nordic", target=300)
     assert bench._rules_arg("nordic,target=300") == expected

@@ -23,8 +23,8 @@ from rummy500_env.agents.policy import PolicyAgent, current_encoding, save_polic
 from rummy500_env.engine import files  # noqa: E402
 from rummy500_env.engine.files import DiskFullError, write_atomically  # noqa: E402
 from rummy500_env.engine.records import Record  # noqa: E402
-from rummy500_env.training import common  # noqa: E402
-from rummy500_env.training.common import Checkpoints, TrainingDivergedError  # noqa: E402
+from rummy500_env.training import run as training_run  # noqa: E402
+from rummy500_env.training.run import Checkpoints, TrainingDivergedError  # noqa: E402
 
 RULES = Rules()
 SPEC = {"kind": "cards", "channels": 4, "blocks": 1, "hidden": 8}
@@ -126,7 +126,7 @@ def test_evaluate_record_on_a_full_disk_is_one_error_line(
 ) -> None:
     """``training.evaluate --record DIR`` on a full disk: one ``error:`` line naming the disk
     and the record, not a traceback, and no temporary file in DIR."""
-    from rummy500_env.training import evaluate
+    from rummy500_env.evaluation import evaluate
 
     records = tmp_path / "records"
     real_replace = os.replace
@@ -178,7 +178,7 @@ def test_a_full_disk_met_outside_the_atomic_writes_is_one_error_line(
     def train(args: object, resume: bool) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", events)
 
-    assert common.trainer_main(lambda argv: (object(), False), train, []) == 2
+    assert training_run.trainer_main(lambda argv: (object(), False), train, []) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: the disk is full") and events in err and "\n" not in err
 
@@ -186,22 +186,22 @@ def test_a_full_disk_met_outside_the_atomic_writes_is_one_error_line(
         raise OSError(errno.EACCES, "Permission denied", events)
 
     with pytest.raises(PermissionError):
-        common.trainer_main(lambda argv: (object(), False), broken, [])
+        training_run.trainer_main(lambda argv: (object(), False), broken, [])
 
 
 # --- training that diverges
 
 
 def test_a_non_finite_figure_stops_the_run_naming_it_and_the_step(tmp_path: Path) -> None:
-    common.stop_if_diverged({"policy": 1.5, "grad_norm": 0.3}, "update 3", tmp_path)
+    training_run.stop_if_diverged({"policy": 1.5, "grad_norm": 0.3}, "update 3", tmp_path)
     with pytest.raises(TrainingDivergedError) as caught:
-        common.stop_if_diverged({"policy": 1.5, "value": float("inf")}, "update 3", tmp_path)
+        training_run.stop_if_diverged({"policy": 1.5, "value": float("inf")}, "update 3", tmp_path)
     message = str(caught.value)
     assert "diverged at update 3" in message and "value is inf" in message
     assert "no checkpoint was written yet" in message
     Checkpoints(tmp_path, 1).save({"timesteps": 9}, lambda tmp: tmp.write_text("{}"))
     with pytest.raises(TrainingDivergedError, match=r"keeps its last checkpoint, step_00000000"):
-        common.stop_if_diverged({"grad_norm": float("nan")}, "round 2", tmp_path)
+        training_run.stop_if_diverged({"grad_norm": float("nan")}, "round 2", tmp_path)
 
 
 PPO_TINY = ["--rules", "standard,target=100", "--n-games", "4", "--n-steps", "16"]
@@ -302,11 +302,11 @@ def test_a_checkpoint_with_non_finite_weights_is_skipped_for_the_one_before(
     model = ppo.new_model(args)
     optimizer = torch.optim.Adam(model.parameters())
     checkpoints = Checkpoints(tmp_path, 3)
-    common.save_checkpoint(checkpoints, model, optimizer, {"timesteps": 64}, args)
+    training_run.save_checkpoint(checkpoints, model, optimizer, {"timesteps": 64}, args)
     with torch.no_grad():
         next(model.parameters()).fill_(float("nan"))
-    common.save_checkpoint(checkpoints, model, optimizer, {"timesteps": 128}, args)
-    state = common.load_checkpoint(tmp_path, model, optimizer, args)
+    training_run.save_checkpoint(checkpoints, model, optimizer, {"timesteps": 128}, args)
+    state = training_run.load_checkpoint(tmp_path, model, optimizer, args)
     assert state["checkpoint"] == "step_0000000064.pt"
     assert (
         "skipping unreadable checkpoint step_0000000128.pt: non-finite" in capsys.readouterr().err

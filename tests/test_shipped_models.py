@@ -17,7 +17,7 @@ from rummy500_env.agents.policy import (
 )
 from rummy500_env.agents.registry import make_agent, resolve_spec
 from rummy500_env.engine.rules import Rules
-from rummy500_env.training.arena import play
+from rummy500_env.evaluation.arena import play
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = sorted(shipped_policies())

@@ -15,6 +15,7 @@ from rummy500_env.agents.expert import ExpertAgent
 from rummy500_env.agents.llm import ThroughText
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.notation import Action
+from rummy500_env.evaluation.arena import play
 from rummy500_env.text.protocol import (
     PromptReadError,
     ReplyError,
@@ -27,7 +28,6 @@ from rummy500_env.text.protocol import (
     rules_text,
     tool_schema,
 )
-from rummy500_env.training.arena import play
 
 TABLES = {
     "2p": Rules(),

@@ -20,8 +20,8 @@ pytest.importorskip("tyro")
 import torch
 
 from rummy500_env.agents.policy import PolicyAgent, PolicyLoadError
-from rummy500_env.training.common import ConfigError
 from rummy500_env.training.ppo import main, parse_args
+from rummy500_env.training.settings import ConfigError
 from tests import background
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,9 +79,10 @@ def ppo(*args: str, **kw) -> subprocess.Popen:
 # the rollout collected since is lost and the resume must start from the checkpoint.
 PAUSING = """
 import sys, threading
-from rummy500_env.training import common, ppo
+from rummy500_env.training import ppo
+from rummy500_env.training import run as training_run
 
-saved, save, update = [], common.Checkpoints.save, ppo.ppo_update
+saved, save, update = [], training_run.Checkpoints.save, ppo.ppo_update
 
 def counted(self, *args, **kwargs):
     path = save(self, *args, **kwargs)
@@ -94,7 +95,7 @@ def pausing(*args, **kwargs):
         threading.Event().wait()  # until SIGKILL
     return update(*args, **kwargs)
 
-common.Checkpoints.save, ppo.ppo_update = counted, pausing
+training_run.Checkpoints.save, ppo.ppo_update = counted, pausing
 sys.exit(ppo.main(sys.argv[1:]))
 """
 
@@ -174,7 +175,7 @@ sys.modules["stable_baselines3"] = None  # importing it now fails
 sys.modules["sb3_contrib"] = None
 from rummy500_env.agents.policy import PolicyAgent
 from rummy500_env.agents import GreedyAgent
-from rummy500_env.training.arena import play
+from rummy500_env.evaluation.arena import play
 agent = PolicyAgent.load({str(trained / "policy.pt")!r})
 result = play([agent, GreedyAgent()], "standard", seed=1, episode="hand")
 print("played", result.totals)
@@ -271,7 +272,7 @@ def test_corrupt_or_truncated_policy_files_give_clear_errors(trained, tmp_path, 
 
 
 def test_evaluate_accepts_the_exported_policy(trained, tmp_path):
-    from rummy500_env.training.evaluate import main as evaluate
+    from rummy500_env.evaluation.evaluate import main as evaluate
 
     assert (
         evaluate(
@@ -341,7 +342,7 @@ def test_rules_take_the_engines_forms_and_name_the_run_folder():
 
 
 def test_every_fires_once_each_time_the_count_passes_a_multiple():
-    from rummy500_env.training.common import Every
+    from rummy500_env.training.run import Every
 
     every = Every(100, start=150)  # a run resumed at 150 steps: the next is 200
     assert [s for s in (180, 200, 250, 420, 450, 600, 650) if every.due(s)] == [200, 420, 600]
@@ -350,7 +351,7 @@ def test_every_fires_once_each_time_the_count_passes_a_multiple():
 def test_checkpoints_keep_the_last_k_survive_a_failed_write_and_skip_a_damaged_one(
     tmp_path, capsys
 ):
-    from rummy500_env.training.common import Checkpoints
+    from rummy500_env.training.run import Checkpoints
 
     ckpts = Checkpoints(tmp_path, keep=2)
 
@@ -418,7 +419,7 @@ def test_the_shipped_model_matches_the_current_encodings_and_plays_a_hand():
     """models/ must be retrained whenever the observation or action layout changes; loading
     refuses a stale file, so this fails until it is."""
     from rummy500_env.agents import GreedyAgent
-    from rummy500_env.training.arena import play
+    from rummy500_env.evaluation.arena import play
 
     agent = PolicyAgent.load(ROOT / "models" / "rummy500-ppo-standard.pt")
     result = play([agent, GreedyAgent()], "standard", seed=3, episode="hand")
@@ -427,7 +428,7 @@ def test_the_shipped_model_matches_the_current_encodings_and_plays_a_hand():
 
 def test_training_with_jokers_and_calls_exports_a_policy_that_plays_under_those_rules(tmp_path):
     from rummy500_env.agents.registry import make_agent
-    from rummy500_env.training.arena import play
+    from rummy500_env.evaluation.arena import play
 
     rules = {"jokers": 2, "rummy_calls": True}
     run = tmp_path / "jokers"

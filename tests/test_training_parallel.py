@@ -14,10 +14,10 @@ pytest.importorskip("tyro")
 import torch
 
 from rummy500_env.rl.selfplay import SelfPlayGames
-from rummy500_env.training.common import ConfigError, load_yaml
 from rummy500_env.training.parallel import SEED_STRIDE, CollectionError, shares
 from rummy500_env.training.ppo import Trainer, args_from_dict
 from rummy500_env.training.rollouts import Collector, opponent_pool
+from rummy500_env.training.settings import ConfigError, load_yaml
 
 SMALL = {
     "n_games": 5,

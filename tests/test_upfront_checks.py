@@ -17,7 +17,7 @@ NOT_A_POLICY = "/etc/passwd"
 @pytest.fixture
 def no_games(monkeypatch):
     """Fail the test if a tournament starts."""
-    from rummy500_env.training import evaluate
+    from rummy500_env.evaluation import evaluate
 
     def run(*args: object, **kwargs: object) -> None:
         raise AssertionError("a game started before the agents were checked")
@@ -36,7 +36,7 @@ def no_games(monkeypatch):
     ids=["not-a-policy", "three-players", "other-rules-workers", "model-for-nothing"],
 )
 def test_evaluate_checks_every_agent_before_any_game(argv, words, no_games, capsys, tmp_path):
-    from rummy500_env.training.evaluate import main
+    from rummy500_env.evaluation.evaluate import main
 
     assert main([*argv, "--games", "2", "--out", str(tmp_path)]) == 2
     captured = capsys.readouterr()
@@ -45,7 +45,7 @@ def test_evaluate_checks_every_agent_before_any_game(argv, words, no_games, caps
 
 
 def test_evaluate_still_plays_agents_that_load(tmp_path, capsys):
-    from rummy500_env.training.evaluate import main
+    from rummy500_env.evaluation.evaluate import main
 
     argv = ["standard", "random", "--games", "2", "--workers", "1", "--out", str(tmp_path)]
     assert main(argv) == 0

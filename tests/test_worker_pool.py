@@ -1,4 +1,4 @@
-"""The worker pool of the tournaments and of training.exit's labelling (training/pool.py): a
+"""The worker pool of the tournaments and of training.exit's labelling (evaluation/pool.py): a
 worker that dies is a clear error, not a hang; the games finished before it are kept for
 --resume; a finished pool's workers leave in order instead of being terminated.
 
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from rummy500_env.training import tournament
-from rummy500_env.training.pool import WorkerDied, WorkerPool, how_it_ended
+from rummy500_env.evaluation import tournament
+from rummy500_env.evaluation.pool import WorkerDied, WorkerPool, how_it_ended
 
 REAL_PLAY_TASK = tournament.play_task
 MARKER_ENV = "RUMMY500_TEST_TERMINATED_MARKER"
@@ -110,7 +110,7 @@ def test_a_killed_worker_stops_the_tournament_and_resume_plays_the_lost_games(
     """`training.evaluate --workers 2` hung forever when a worker was killed. Now it stops
     with one line, keeps the finished games in games.jsonl, and --resume plays the rest to
     the whole tournament's results."""
-    from rummy500_env.training.evaluate import main
+    from rummy500_env.evaluation.evaluate import main
 
     argv = ["random", "greedy", "--games", "8", "--episode", "hand", "--workers", "2"]
     stopped, whole = tmp_path / "stopped", tmp_path / "whole"
@@ -162,7 +162,7 @@ def test_a_killed_labelling_worker_stops_training_exit_with_a_clear_error():
 
 ORPHANING_PARENT = """
 import os, signal, sys, time
-from rummy500_env.training.pool import WorkerPool
+from rummy500_env.evaluation.pool import WorkerPool
 from tests.test_worker_pool import nap
 
 if __name__ == "__main__":

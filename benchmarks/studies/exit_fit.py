@@ -32,7 +32,6 @@ import numpy as np
 import torch
 
 from rummy500_env.agents.policy import PolicyAgent
-from rummy500_env.training.common import args_of
 from rummy500_env.training.exit import (
     Args,
     entropy,
@@ -41,6 +40,7 @@ from rummy500_env.training.exit import (
     load_replay,
     value_targets,
 )
+from rummy500_env.training.settings import args_of
 
 
 def fit(network: Any, labels: dict[str, np.ndarray], mix: float) -> dict[str, float]:

@@ -26,9 +26,9 @@ import numpy as np
 from rummy500_env.agents.psearch import PolicySearchAgent
 from rummy500_env.agents.registry import AgentSpecError, check_spec, make_agent
 from rummy500_env.engine.rules import Rules
-from rummy500_env.training.arena import play
-from rummy500_env.training.stats import mean_ci
-from rummy500_env.training.tournament import Config, score_game, tasks_for
+from rummy500_env.evaluation.arena import play
+from rummy500_env.evaluation.stats import mean_ci
+from rummy500_env.evaluation.tournament import Config, score_game, tasks_for
 
 
 def agent(spec: str) -> str:

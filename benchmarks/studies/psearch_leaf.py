@@ -27,8 +27,8 @@ from rummy500_env.agents.psearch import LEAVES, PolicySearchAgent
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import Rules
-from rummy500_env.training.arena import play
-from rummy500_env.training.stats import mean_ci
+from rummy500_env.evaluation.arena import play
+from rummy500_env.evaluation.stats import mean_ci
 
 
 def main(argv: list[str] | None = None) -> None:

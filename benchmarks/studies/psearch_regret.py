@@ -45,9 +45,9 @@ from rummy500_env.engine.notation import Action
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.seat_view import SeatView
+from rummy500_env.evaluation.stats import mean_ci
 from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
-from rummy500_env.training.stats import mean_ci
 
 KEYS: dict[str, type] = {
     "m": int,

@@ -520,7 +520,7 @@ class LLMAgent(Bot):
         self.exchanges.append(d)
 
     def take_notes(self) -> dict[str, Any]:
-        """What the game record keeps of this agent (`training.arena.play` writes it under
+        """What the game record keeps of this agent (`evaluation.arena.play` writes it under
         ``meta["agent_notes"]``): the counts and the exchanges since the last call, which
         start afresh."""
         notes: dict[str, Any] = {"agent": self.name, "counts": self.counts.to_dict()}

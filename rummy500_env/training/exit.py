@@ -63,28 +63,30 @@ from rummy500_env.engine.game import Game
 from rummy500_env.engine.notation import Action
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.seat_view import SeatView
+from rummy500_env.evaluation.pool import WorkerDied, WorkerPool
+from rummy500_env.evaluation.tournament import Config, one_torch_thread
+from rummy500_env.evaluation.tournament import run as run_tournament
 from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
 from rummy500_env.rl.opponents import Agent, choose
-from rummy500_env.training.common import (
-    ConfigError,
+from rummy500_env.training.run import (
     Every,
     RunFolder,
-    TrainArgs,
-    command_line,
     export_policy,
     load_checkpoint,
-    require,
-    require_pool,
-    require_positive_ints,
     save_checkpoint,
     seed_and_threads,
     stop_if_diverged,
     trainer_main,
 )
-from rummy500_env.training.pool import WorkerDied, WorkerPool
-from rummy500_env.training.tournament import Config, one_torch_thread
-from rummy500_env.training.tournament import run as run_tournament
+from rummy500_env.training.settings import (
+    ConfigError,
+    TrainArgs,
+    command_line,
+    require,
+    require_pool,
+    require_positive_ints,
+)
 
 MASKED = -1e9
 """The logit of an illegal action."""
@@ -230,7 +232,7 @@ class Args(TrainArgs):
 
 
 def parse_args(argv: list[str]) -> tuple[Args, bool]:
-    """(args, resuming) from the command line (see `common.command_line`)."""
+    """(args, resuming) from the command line (see `settings.command_line`)."""
     return command_line(Args, argv, __doc__)
 
 

@@ -46,29 +46,31 @@ from rummy500_env.agents.networks import KINDS
 from rummy500_env.agents.policy import PolicyAgent, current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
-from rummy500_env.training.common import (
-    ConfigError,
+from rummy500_env.training.model import ADAM_EPS, ActorCritic, masked_logits, new_model, ppo_loss
+from rummy500_env.training.parallel import ParallelCollector, shares
+from rummy500_env.training.rollouts import Collector, Rollout, new_collector
+from rummy500_env.training.run import (
     Every,
     RunFolder,
-    SelfPlayArgs,
-    args_of,
     check_before_work,
-    check_ppo,
-    command_line,
     export_policy,
-    kind_of,
     load_checkpoint,
-    network_spec,
-    require,
-    require_positive_ints,
     save_checkpoint,
     seed_and_threads,
     stop_if_diverged,
     trainer_main,
 )
-from rummy500_env.training.model import ADAM_EPS, ActorCritic, masked_logits, new_model, ppo_loss
-from rummy500_env.training.parallel import ParallelCollector, shares
-from rummy500_env.training.rollouts import Collector, Rollout, new_collector
+from rummy500_env.training.settings import (
+    ConfigError,
+    SelfPlayArgs,
+    args_of,
+    check_ppo,
+    command_line,
+    kind_of,
+    network_spec,
+    require,
+    require_positive_ints,
+)
 
 
 @dataclass
@@ -133,7 +135,7 @@ class Args(SelfPlayArgs):
         return self.n_steps * self.n_games
 
     def network_spec(self) -> dict[str, Any]:
-        """The ``network`` entry of the exported policy's metadata (`common.network_spec`)."""
+        """The ``network`` entry of the exported policy's metadata (`settings.network_spec`)."""
         return network_spec(self)
 
     def validate(self) -> None:
@@ -177,7 +179,7 @@ def args_from_dict(data: dict[str, Any]) -> Args:
 
 
 def parse_args(argv: list[str]) -> tuple[Args, bool]:
-    """(args, resuming) from the command line (see `common.command_line`)."""
+    """(args, resuming) from the command line (see `settings.command_line`)."""
     return command_line(Args, argv, __doc__)
 
 

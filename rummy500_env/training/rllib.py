@@ -79,11 +79,18 @@ from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.numbers import read_json
 from rummy500_env.engine.rules import Rules
-from rummy500_env.training import common
-from rummy500_env.training.common import (
-    ConfigError,
+from rummy500_env.training import run as training_run
+from rummy500_env.training import settings as training_settings
+from rummy500_env.training.run import (
     Every,
     RunFolder,
+    check_before_work,
+    stop_if_diverged,
+    trainer_main,
+    write_json,
+)
+from rummy500_env.training.settings import (
+    ConfigError,
     SelfPlayArgs,
     args_of,
     check_ppo,
@@ -91,9 +98,6 @@ from rummy500_env.training.common import (
     network_spec,
     require,
     require_positive_ints,
-    stop_if_diverged,
-    trainer_main,
-    write_json,
 )
 
 try:  # RLlib's classes are the bases of the modules below; without the extra, say so on use
@@ -227,7 +231,7 @@ class Args(SelfPlayArgs):
     """mlp: hidden activation, tanh or relu."""
 
     def network_spec(self) -> dict[str, Any]:
-        """The ``network`` entry of the exported policy's metadata (`common.network_spec`)."""
+        """The ``network`` entry of the exported policy's metadata (`settings.network_spec`)."""
         return network_spec(self)
 
     def evaluation_backend(self, final: bool) -> dict[str, Any]:
@@ -687,8 +691,8 @@ def learner_policy(algo: Any, args: Args) -> Any:
 def export_policy(
     algo: Any, args: Args, path: str | Path, timesteps: int, extra: dict[str, Any] | None = None
 ) -> None:
-    """Write the learner as an exported policy file (`common.export_policy`)."""
-    common.export_policy(learner_policy(algo, args), args, path, timesteps, extra)
+    """Write the learner as an exported policy file (`run.export_policy`)."""
+    training_run.export_policy(learner_policy(algo, args), args, path, timesteps, extra)
 
 
 def take_snapshot(algo: Any, state: dict[str, Any], args: Args) -> str | None:
@@ -816,7 +820,7 @@ def restore(algo: Any, path: Path, args: Args | None = None) -> dict[str, Any]:
         saved = path.parent.parent / "state.json"
         if not saved.is_file():
             raise FileNotFoundError(f"no {COUNTERS} in it, and no state.json beside it")
-        state = common.read_json(saved)  # damaged: a ConfigError naming it, not a skip
+        state = training_settings.read_json(saved)  # damaged: a ConfigError naming it, not a skip
         if state.get("checkpoint") != path.name:
             raise FileNotFoundError(f"no {COUNTERS} in it, and state.json names another")
     if args is not None:
@@ -890,8 +894,8 @@ def train(args: Args, resume: bool = False) -> Path:
     began = time.time()
     saved = args.run_path / "state.json"
     if resume and saved.is_file():  # before the minutes of building the algorithm
-        check_network(common.read_json(saved), args, saved)
-    common.check_before_work(args, resume)
+        check_network(training_settings.read_json(saved), args, saved)
+    check_before_work(args, resume)
     run = RunFolder(args, resume)
     run.announce()
     owns_ray = not ray.is_initialized()

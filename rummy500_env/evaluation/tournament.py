@@ -34,9 +34,9 @@ from rummy500_env.agents.registry import make_agent, parse_spec
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.files import write_atomically
 from rummy500_env.engine.rules import Rules
-from rummy500_env.training.arena import Result, add_counts, play
-from rummy500_env.training.pool import WorkerPool
-from rummy500_env.training.stats import elo, mean_ci, wilson
+from rummy500_env.evaluation.arena import Result, add_counts, play
+from rummy500_env.evaluation.pool import WorkerPool
+from rummy500_env.evaluation.stats import elo, mean_ci, wilson
 
 
 class EvaluateError(Rummy500Error):

@@ -33,12 +33,12 @@ from rummy500_env.agents.registry import agent_help, check_agents, check_spec, r
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import PRESETS
-from rummy500_env.training.reports import folder_problem, print_table, write_outputs
-from rummy500_env.training.tournament import Config, EvaluateError, run
+from rummy500_env.evaluation.reports import folder_problem, print_table, write_outputs
+from rummy500_env.evaluation.tournament import Config, EvaluateError, run
 
 # This module is the command (its --help is the docstring above); the games and their summary
-# are `training.tournament`, the statistics `training.stats`, the table and files
-# `training.reports`.
+# are `evaluation.tournament`, the statistics `evaluation.stats`, the table and files
+# `evaluation.reports`.
 
 
 def parse_args(argv: list[str] | None = None) -> Config:
@@ -157,8 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     summary["wall_s"] = time.time() - t0
     print_table(summary)
-    write_outputs(summary, Path(cfg.out))
-    print(f"\nwrote {cfg.out}/results.json, pairs.csv, ratings.png ({summary['wall_s']:.0f}s)")
+    written = write_outputs(summary, Path(cfg.out))
+    print(f"\nwrote {', '.join(written)} to {cfg.out}/ ({summary['wall_s']:.0f}s)")
     if cfg.record is not None:
         print(f"wrote one game record per game to {cfg.record}/")
     return 0

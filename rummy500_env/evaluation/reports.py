@@ -4,6 +4,7 @@ the printed table and Elo list, ``results.json``, ``pairs.csv`` and ``ratings.pn
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import os
 import stat
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from rummy500_env.engine.files import write_atomically
 from rummy500_env.engine.numbers import shown
 
 PAIR_COLUMNS = (
@@ -126,39 +128,48 @@ def folder_problem(folder: Path, flag: str) -> str | None:
     return None
 
 
-def write_outputs(summary: dict[str, Any], out: Path) -> None:
-    """``results.json`` (the whole summary), ``pairs.csv`` and ``ratings.png`` in `out`."""
+def write_outputs(summary: dict[str, Any], out: Path) -> list[str]:
+    """``results.json`` (the whole summary), ``pairs.csv`` and, where matplotlib is installed
+    (the train extra), ``ratings.png`` in `out`, each written atomically; the names written."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(summary, indent=1))
+    results, pairs = out / "results.json", out / "pairs.csv"
+    write_atomically(results, lambda tmp: tmp.write_text(json.dumps(summary, indent=1)))
     field = bool(summary["config"].get("field"))
-    with open(out / "pairs.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(PAIR_COLUMNS + FIELD_COLUMNS if field else PAIR_COLUMNS)
-        for r in summary["pairs"]:
-            extra = [f"{r['fair_share']:.4f}", f"{r['share_over_fair']:.3f}"] if field else []
-            w.writerow(
-                [
-                    r["a"],
-                    r["b"],
-                    r["games"],
-                    r["wins_a"],
-                    r["wins_b"],
-                    r["draws"],
-                    f"{r['win_rate_a']:.4f}",
-                    f"{r['win_rate_a_ci95'][0]:.4f}",
-                    f"{r['win_rate_a_ci95'][1]:.4f}",
-                    f"{r['points_per_hand_a']:.2f}",
-                    f"{r['points_per_hand_b']:.2f}",
-                    f"{r['margin_a']:.2f}",
-                    f"{r['margin_a_ci95'][0]:.2f}",
-                    f"{r['margin_a_ci95'][1]:.2f}",
-                    *extra,
-                ]
-            )
-    if field:
-        plot_field(summary, out / "ratings.png")
-    else:
-        plot_ratings(summary, out / "ratings.png")
+
+    def write_pairs(tmp: Path) -> None:
+        with open(tmp, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(PAIR_COLUMNS + FIELD_COLUMNS if field else PAIR_COLUMNS)
+            for r in summary["pairs"]:
+                w.writerow(pair_row(r, field))
+
+    write_atomically(pairs, write_pairs)
+    if importlib.util.find_spec("matplotlib") is None:  # no train extra: no figure
+        return [results.name, pairs.name]
+    (plot_field if field else plot_ratings)(summary, out / "ratings.png")
+    return [results.name, pairs.name, "ratings.png"]
+
+
+def pair_row(r: dict[str, Any], field: bool) -> list[Any]:
+    """One pair's row of ``pairs.csv``."""
+    extra = [f"{r['fair_share']:.4f}", f"{r['share_over_fair']:.3f}"] if field else []
+    return [
+        r["a"],
+        r["b"],
+        r["games"],
+        r["wins_a"],
+        r["wins_b"],
+        r["draws"],
+        f"{r['win_rate_a']:.4f}",
+        f"{r['win_rate_a_ci95'][0]:.4f}",
+        f"{r['win_rate_a_ci95'][1]:.4f}",
+        f"{r['points_per_hand_a']:.2f}",
+        f"{r['points_per_hand_b']:.2f}",
+        f"{r['margin_a']:.2f}",
+        f"{r['margin_a_ci95'][0]:.2f}",
+        f"{r['margin_a_ci95'][1]:.2f}",
+        *extra,
+    ]
 
 
 def plot_field(summary: dict[str, Any], path: Path) -> None:
