@@ -312,6 +312,7 @@ WATCH = flags(
 
 @settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck))
 @given(argv=WATCH)
+@pytest.mark.slow
 def test_watch_a_game(argv: list[str]) -> None:
     check(watch_main(), argv)
 
@@ -528,6 +529,7 @@ def test_training_rllib(no_training: None, argv: list[str]) -> None:
 
 @settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck))
 @given(argv=EXIT)
+@pytest.mark.slow
 def test_training_exit(no_training: None, argv: list[str]) -> None:
     from rummy500_env.training.exit import main
 
@@ -629,6 +631,7 @@ ENTRY_CASES = [
 ]
 
 
+@pytest.mark.slow
 def test_the_real_entry_points_behave_as_main_does() -> None:
     """A few cases through ``python -m`` (side by side, as subprocesses): each ends as its
     ``main`` does in this process."""

@@ -30,6 +30,8 @@ import rummy500_env
 from rummy500_env import Game, _build
 from tests import background
 
+pytestmark = pytest.mark.slow  # the whole module: see docs/contributing.md
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path(rummy500_env.__file__).resolve().parent
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]

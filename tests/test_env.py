@@ -265,6 +265,7 @@ def test_nothing_hidden_leaks_into_the_observation():
         {"players": 8},
     ],
 )
+@pytest.mark.slow
 def test_incremental_observation_equals_full_encoding(fields):
     rules = Rules(**fields)
     incremental, full = IncrementalEncoder(rules), ObservationEncoder(rules)

@@ -71,6 +71,7 @@ def test_a_tiny_tournament_is_deterministic_and_duplicate(tmp_path):
     assert row["wins_a"] + row["wins_b"] + row["draws"] == 4
 
 
+@pytest.mark.slow
 def test_parallel_workers_give_the_same_results(tmp_path):
     base = Config(["greedy", "random"], games=4, seed=1, out=str(tmp_path), episode="hand")
     one = run(Config(**{**base.__dict__, "workers": 1}), progress=False)

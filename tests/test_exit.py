@@ -68,6 +68,7 @@ def test_labels_are_the_searchs_improved_policy_over_legal_actions(tiny_policy: 
 
 
 @pytest.mark.parametrize("evidence", [0, 2])
+@pytest.mark.slow
 def test_labelling_weighs_worlds_by_the_other_seats_turns_it_saw(
     tiny_policy: Path, monkeypatch: pytest.MonkeyPatch, evidence: int
 ) -> None:
@@ -112,6 +113,7 @@ def test_labelling_weighs_worlds_by_the_other_seats_turns_it_saw(
     assert all(np.array_equal(labels[k], again[k]) for k in labels)
 
 
+@pytest.mark.slow
 def test_without_a_scale_the_labels_are_the_networks_own_policy(tiny_policy: Path) -> None:
     """c_scale 0: the values move nothing, so the improved policy is the prior; a positive
     scale moves it (the knob that keeps a few noisy simulations from writing confident
@@ -138,6 +140,7 @@ def test_value_targets_mix_search_and_outcome() -> None:
     assert value_targets(labels, 0.25).tolist() == [0.25, 1.5]
 
 
+@pytest.mark.slow
 def test_a_run_labels_learns_resumes_and_exports(tiny_policy: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
     assert main(tiny(tiny_policy, run, "--total-timesteps", "20")) == 0
@@ -267,6 +270,7 @@ def test_the_labelling_benchmark_times_the_trainers_workers(
             backend_flags(bad, None)
 
 
+@pytest.mark.slow
 def test_the_fit_benchmark_trains_from_a_checkpoint_and_scores_held_out_labels(
     tiny_policy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -242,6 +242,7 @@ def test_a_whole_game_through_the_spec_retries_refusals_and_counts_right(
     del counts
 
 
+@pytest.mark.slow
 def test_a_tournament_with_the_spec_finishes(endpoint: FakeEndpoint, tmp_path: Path) -> None:
     from rummy500_env.evaluation.evaluate import main
 
@@ -319,6 +320,7 @@ def test_retries_then_the_stated_fallback_each_counted() -> None:
         ReplyPolicy(fallback="best")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_requests_retry_on_busy_answers_and_give_up_on_bad_ones() -> None:
     sleeps: list[float] = []
     with FakeEndpoint(FakeModel(0, 0, 0), fail_first=2, fail_status=503) as e:

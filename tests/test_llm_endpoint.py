@@ -209,6 +209,7 @@ def drip_headers(endpoint: RawEndpoint) -> Script:
 
 
 @pytest.mark.parametrize("drip", [drip_body, drip_headers], ids=["body", "headers"])
+@pytest.mark.slow
 def test_an_answer_dripped_a_byte_at_a_time_ends_at_the_deadline(
     drip: Callable[[RawEndpoint], Script],
 ) -> None:
@@ -262,6 +263,7 @@ def test_an_answer_over_the_body_cap_is_a_failed_request(
         assert time.monotonic() - started < 2.0
 
 
+@pytest.mark.slow
 def test_the_drip_fixture_holds_a_plain_client_for_as_long_as_it_drips() -> None:
     """The dripping script is what the deadline is for: urllib's own timeout, a bound on each
     socket read, does not end it (checked on a short drip, so the test stays fast)."""
@@ -477,6 +479,7 @@ def test_a_model_name_the_endpoint_lists_is_checked() -> None:
 # --- item 5: commands with the endpoint down --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_commands_with_the_endpoint_down_say_one_error_line(
     closed_port: int, tmp_path: Path
 ) -> None:

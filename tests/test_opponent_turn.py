@@ -118,6 +118,7 @@ def test_a_view_of_another_hand_or_a_missed_turn_is_no_turn() -> None:
     assert OpponentTurn.between(before, discard, other_hand) is None
 
 
+@pytest.mark.slow
 def test_the_search_with_evidence_keeps_to_the_seat_view_and_replays() -> None:
     """With the other seat's last turns weighing its worlds, every world still shows the seat
     exactly its view, most decisions after the first turn have evidence, the worlds of one

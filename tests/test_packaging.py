@@ -34,6 +34,8 @@ import pytest
 import rummy500_env
 from tests import background
 
+pytestmark = pytest.mark.slow  # the whole module: see docs/contributing.md
+
 ROOT = Path(__file__).resolve().parents[1]
 TORCH = "torch==2.13.0"  # the README's pin: the CPU build, never a CUDA download
 SKIP = shutil.ignore_patterns(".*", "build", "dist", "runs", "*.egg-info", "__pycache__")

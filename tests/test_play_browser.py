@@ -44,10 +44,13 @@ from rummy500_env.play.server import create_app, create_replay_app  # noqa: E402
 from rummy500_env.play.table import Computers, Setup, Table  # noqa: E402
 
 SETUP = Setup(Rules(), "greedy")
-pytestmark = pytest.mark.filterwarnings(
-    # pytest-playwright's own base_url fixture, not this project's code
-    "ignore:Session-scoped fixtures defined as instance methods:pytest.PytestRemovedIn10Warning"
-)
+pytestmark = [
+    pytest.mark.slow,  # a browser per module: see docs/contributing.md
+    pytest.mark.filterwarnings(
+        # pytest-playwright's own base_url fixture, not this project's code
+        "ignore:Session-scoped fixtures defined as instance methods:pytest.PytestRemovedIn10Warning"
+    ),
+]
 
 
 @pytest.fixture(scope="session")

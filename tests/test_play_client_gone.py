@@ -88,6 +88,7 @@ def test_a_client_gone_mid_body_is_no_server_error(tmp_path: Path, capsys) -> No
         assert c.get(f"/api/games/{gid}").json()["state"] == before  # nothing played
 
 
+@pytest.mark.slow
 def test_the_server_console_stays_quiet_when_a_client_hangs_up(tmp_path: Path) -> None:
     """The same through uvicorn, as ``python -m rummy500_env.play`` serves: a client sends
     half a body and closes the connection; the server prints no traceback and serves on."""

@@ -26,6 +26,7 @@ def load_benchmark():  # the benchmark is a script, not part of the package
     return module
 
 
+@pytest.mark.slow
 def test_twenty_simultaneous_games_lose_no_move():
     report = load_benchmark().run(games=20, clients=20, rules="standard,target=100")
     assert report.problems == []

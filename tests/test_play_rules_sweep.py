@@ -79,6 +79,7 @@ def first_hand(c: TestClient, rng: random.Random) -> tuple[str, dict[str, Any], 
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))
+@pytest.mark.slow
 def test_forty_seeds_of_every_rule_system_play_through_the_api(data_dir: Path, preset: str) -> None:
     rules = dataclasses.replace(Rules.parse(preset), jokers=2, rummy_calls=True)
     app = create_app(Setup(rules, "greedy"), data_dir, seed=0)

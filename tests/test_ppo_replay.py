@@ -68,6 +68,7 @@ def digest(state: dict[str, torch.Tensor]) -> list[float]:
 
 
 @pytest.mark.parametrize("network", ["cards", "mlp"])
+@pytest.mark.slow
 def test_ppo_trains_the_same_weights_as_before(tmp_path, network):
     weights = trained(trainer(tmp_path, network=network))
     assert digest(weights) == pytest.approx(BEFORE[network], rel=1e-4, abs=1e-4)

@@ -127,6 +127,7 @@ def play_random(rules: Rules, seed: int, rng: random.Random, max_steps: int, che
 @pytest.mark.parametrize(("preset", "players"), CONFIGS)
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32), choice_seed=st.integers(0, 2**32))
+@pytest.mark.slow
 def test_random_legal_play_keeps_every_invariant(preset, players, seed, choice_seed):
     rules = Rules.preset(preset, players=players)
     play_random(rules, seed, random.Random(choice_seed), max_steps=250, check=True)
@@ -135,6 +136,7 @@ def test_random_legal_play_keeps_every_invariant(preset, players, seed, choice_s
 @pytest.mark.parametrize("fields", VARIANTS)
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32), choice_seed=st.integers(0, 2**32))
+@pytest.mark.slow
 def test_random_legal_play_keeps_every_invariant_in_variants(fields, seed, choice_seed):
     play_random(Rules(**fields), seed, random.Random(choice_seed), max_steps=250, check=True)
 

@@ -64,6 +64,7 @@ def test_act_picks_an_id_of_the_mask(positions: list[Game]) -> None:
         assert mask[agent.act(enc.encode(g, g.current_player), mask)] == 1
 
 
+@pytest.mark.slow
 def test_jokers_and_calls_search_with_their_shipped_policy() -> None:
     """``psearch`` picks the policy made for the table, as ``model`` does, and plays a hand
     of the variant (calls, jokers) legally."""
@@ -312,6 +313,7 @@ def test_a_policy_for_other_rules_is_refused() -> None:
         PolicySearchAgent(Rules(players=3), policy="standard", simulations=8)
 
 
+@pytest.mark.slow
 def test_it_plays_in_training_evaluate_and_replays_for_a_seed(tmp_path: Any) -> None:
     """``training.evaluate`` builds it from its spec in every game; a simulation budget makes
     the tournament replay exactly."""
@@ -323,6 +325,7 @@ def test_it_plays_in_training_evaluate_and_replays_for_a_seed(tmp_path: Any) -> 
     assert a["games"] == b["games"] and len(a["games"]) == 2
 
 
+@pytest.mark.slow
 def test_the_knowing_search_benchmark_plays_evaluates_deals_and_pairs_them(tmp_path, capsys):
     """``benchmarks/studies/psearch_knows.py``: the search knowing GreedyAgent plays it on the deals
     ``training.evaluate --episode hand`` plays for the seed, and pairs its margins a deal with

@@ -54,6 +54,7 @@ def test_the_readme_has_python_blocks_and_every_stand_in_is_used():
 
 
 @pytest.mark.parametrize("line, code", BLOCKS, ids=[f"README.md:{n}" for n, _ in BLOCKS])
+@pytest.mark.slow
 def test_readme_python_block_runs(line: int, code: str):
     for text, module in {"sb3_contrib": "sb3_contrib", "PolicyAgent": "torch"}.items():
         if text in code:

@@ -35,6 +35,7 @@ def _show(position: dict[str, Any]) -> None:
 
 
 @given(strategies.positions())
+@pytest.mark.slow
 def test_legal_actions_and_hand_scores_equal_the_references(position: dict[str, Any]) -> None:
     """The legal set (as text, none listed twice) and the scores, in any position."""
     _show(position)
@@ -50,6 +51,7 @@ def test_legal_actions_and_hand_scores_equal_the_references(position: dict[str, 
 
 
 @given(strategies.positions(strategies.MOVES), st.randoms(use_true_random=False))
+@pytest.mark.slow
 def test_every_legal_action_leads_where_the_reference_says(
     position: dict[str, Any], rnd: Any
 ) -> None:
@@ -76,6 +78,7 @@ def test_every_legal_action_leads_where_the_reference_says(
 
 
 @given(strategies.positions(strategies.PHASES))
+@pytest.mark.slow
 def test_every_action_is_judged_as_the_reference_judges_it(position: dict[str, Any]) -> None:
     """Offered any well-formed action (tests/reference/universe.py: digs and calls of every
     pile card, melds of three and more cards, lay-offs on every meld, discards), the engine's

@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests import conftest
+
+pytestmark = pytest.mark.slow  # the whole module: see docs/contributing.md
 
 SUITE = """
 import pytest

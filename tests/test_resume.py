@@ -65,12 +65,14 @@ def snapshots_named(run: Path) -> list[str]:
     return list(json.loads((run / "state.json").read_text())["snapshots"])
 
 
+@pytest.mark.slow
 def test_state_names_snapshots_inside_the_run_folder(finished: Path) -> None:
     names = snapshots_named(finished)
     assert names and all(n.startswith("snapshots/snapshot_") for n in names), names
     assert all((finished / n).is_file() for n in names)
 
 
+@pytest.mark.slow
 def test_a_moved_run_resumes_from_another_directory_with_its_own_snapshots(
     finished: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,6 +86,7 @@ def test_a_moved_run_resumes_from_another_directory_with_its_own_snapshots(
     assert (moved / state["snapshots"][-1]).is_file()
 
 
+@pytest.mark.slow
 def test_a_copied_run_uses_its_own_snapshots_not_those_of_the_folder_it_came_from(
     finished: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -106,6 +109,7 @@ def test_a_copied_run_uses_its_own_snapshots_not_those_of_the_folder_it_came_fro
 
 
 @pytest.mark.parametrize("old_form", ["relative", "absolute"])
+@pytest.mark.slow
 def test_an_older_state_with_working_directory_paths_maps_them_into_the_run(
     finished: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old_form: str
 ) -> None:

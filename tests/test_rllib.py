@@ -25,6 +25,8 @@ import pytest
 from rummy500_env.training import rllib
 from rummy500_env.training.settings import ConfigError
 
+pytestmark = pytest.mark.slow  # the whole module: see docs/contributing.md
+
 TINY = [
     "--train-batch-size",
     "400",

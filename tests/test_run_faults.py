@@ -212,6 +212,7 @@ PPO_TINY += ["--threads", "1", "--collect-workers", "1", "--no-progress"]
 """Rollouts of 64 learner steps, a snapshot and a checkpoint after each (tests/test_resume.py's)."""
 
 
+@pytest.mark.slow
 def test_ppo_stops_at_a_nan_loss_keeping_its_last_good_checkpoint(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

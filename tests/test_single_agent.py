@@ -75,6 +75,7 @@ def test_bad_arguments_and_illegal_actions_are_clear():
     assert (reward, term, info["illegal_action"]) == (-1.0, True, 359)
 
 
+@pytest.mark.slow
 def test_maskable_ppo_trains_a_few_thousand_steps_in_subprocesses():
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO

@@ -50,6 +50,7 @@ def test_every_variant_is_registered_with_trains_and_raw_versions() -> None:
 @pytest.mark.parametrize(
     ("env_id", "players"), [("Rummy500-v0", 2), ("Rummy500-v0-pagat", 4), ("Rummy500-v0-calls", 3)]
 )
+@pytest.mark.slow
 def test_whole_games_finish_through_textarenas_loop(env_id: str, players: int) -> None:
     model = FakeModel(seed=2, p_nonsense=0.0, p_illegal=0.0)
     rewards, out, steps = play(env_id, players, seed=5, model=model)

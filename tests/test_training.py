@@ -168,6 +168,7 @@ def test_killed_run_resumes_from_its_last_checkpoint_to_the_same_budget(trained)
     assert list((trained / "tb").rglob("events.out.tfevents*"))
 
 
+@pytest.mark.slow
 def test_exported_policy_loads_without_stable_baselines3_and_plays_greedy(trained):
     code = f"""
 import sys
@@ -426,6 +427,7 @@ def test_the_shipped_model_matches_the_current_encodings_and_plays_a_hand():
     assert len(result.hand_scores) == 1  # raw_env raises on any move outside the mask
 
 
+@pytest.mark.slow
 def test_training_with_jokers_and_calls_exports_a_policy_that_plays_under_those_rules(tmp_path):
     from rummy500_env.agents.registry import make_agent
     from rummy500_env.evaluation.arena import play

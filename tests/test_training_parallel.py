@@ -43,6 +43,7 @@ def test_games_are_shared_out_evenly_this_process_first():
     assert shares(5, 5) == [1] * 5
 
 
+@pytest.mark.slow
 def test_the_joined_rollout_is_each_process_own_rollout_side_by_side(tmp_path):
     """The workers' part equals what one process with the worker's games and seeds
     collects: the split changes who steps the games, not what they play."""
@@ -74,6 +75,7 @@ def test_the_joined_rollout_is_each_process_own_rollout_side_by_side(tmp_path):
         assert torch.equal(getattr(joined, name)[:, 3:], getattr(alone, name)), name
 
 
+@pytest.mark.slow
 def test_a_seeded_parallel_run_collects_the_same_rollout_twice(tmp_path):
     rollouts = []
     for k in range(2):
@@ -99,6 +101,7 @@ def test_a_worker_that_dies_is_a_clear_error_naming_resume(tmp_path):
         t.close()
 
 
+@pytest.mark.slow
 def test_close_stops_the_workers(tmp_path):
     t = trainer(tmp_path)
     processes = [p for p, _ in t.collector.workers]

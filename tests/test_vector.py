@@ -39,6 +39,7 @@ def masks_of(envs) -> np.ndarray:
 
 @pytest.mark.parametrize("autoreset", AUTORESETS, ids=lambda m: m.name)
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.slow
 def test_a_masked_sampler_always_has_a_legal_action(mode, autoreset):
     """2,000 vector steps (8,000 learner decisions, about 130 hands) of a masked random
     sampler. ``illegal="raise"`` makes any action outside the engine's legal set an error, so

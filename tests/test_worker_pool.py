@@ -104,6 +104,7 @@ def test_a_failing_task_raises_its_error_and_the_running_ones_are_stopped():
     assert time.monotonic() - started < 30, "close waited for the minute-long task"
 
 
+@pytest.mark.slow
 def test_a_killed_worker_stops_the_tournament_and_resume_plays_the_lost_games(
     tmp_path, monkeypatch, capsys
 ):
@@ -130,6 +131,7 @@ def test_a_killed_worker_stops_the_tournament_and_resume_plays_the_lost_games(
     assert results[0]["games"] == results[1]["games"]
 
 
+@pytest.mark.slow
 def test_a_finished_tournament_lets_its_workers_leave_instead_of_terminating_them(
     tmp_path, monkeypatch
 ):
@@ -147,6 +149,7 @@ def test_a_finished_tournament_lets_its_workers_leave_instead_of_terminating_the
     assert list(marker.iterdir()) == [], "a worker was terminated"
 
 
+@pytest.mark.slow
 def test_a_killed_labelling_worker_stops_training_exit_with_a_clear_error():
     """`training.exit --workers 2` hung forever when a labelling worker was killed."""
     pytest.importorskip("torch")

@@ -6,10 +6,11 @@ learner (and bots) as opponents. It reads top to bottom: the arguments (a datacl
 packaged config ``ppo`` is the default and every field can be overridden on the command line),
 the behaviour-cloning warm start, the PPO update, checkpoints, then `Trainer` and `train`,
 which put them together. The learner's model and how its rollouts are collected (with GAE) are
-`rummy500_env.training.rollouts`, shared with the second collection process
-(`rummy500_env.training.parallel`); what every trainer shares (the run's settings and their
-checks, the run folder, checkpoint files, the exported policy, evaluations and the final
-report) is `rummy500_env.training.common`.
+`rummy500_env.training.model` and `rummy500_env.training.rollouts`, shared with the collection
+workers (`rummy500_env.training.parallel`); what every trainer shares is
+`rummy500_env.training.settings` (the run's settings and their checks) and
+`rummy500_env.training.run` (the run folder, checkpoint files, the exported policy,
+evaluations and the final report).
 
     python -m training.ppo                                # the packaged config "ppo"
     python -m training.ppo --config ppo_long --run-dir runs/long   # or a YAML file's path

@@ -44,7 +44,7 @@ How it is built, on RLlib's new API stack (RLModule, Learner, EnvRunner):
 * TensorBoard: the numeric results of every iteration (episode returns per module, losses,
   throughput) under ``tb/``; periodic evaluations against the bots go to
   ``evaluations.csv`` and ``learning_curve.png`` as in `training.ppo`: the run folder,
-  checkpoint files, export, evaluations and report are `rummy500_env.training.common`'s.
+  checkpoint files, export, evaluations and report are `rummy500_env.training.run`'s.
 
     python -m training.rllib                                     # the packaged config "rllib"
     python -m training.rllib --num-env-runners 2 --total-timesteps 200000
