@@ -133,28 +133,7 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
-        if "Unsupported global" in str(e):  # pickled Python objects, refused by weights_only
-            raise PolicyLoadError(
-                f"{str(path)!r} is not a rummy500 policy file: it holds Python objects, not "
-                "only tensors and plain data (a whole model saved with torch.save?)"
-            ) from None
-        opcode = re.search(r"Unsupported operand (\d+)", str(e))
-        if opcode:  # plain data torch's reader does not take, e.g. LONG4 (139): a huge int
-            raise PolicyLoadError(
-                f"{str(path)!r} is not a rummy500 policy file: its pickle holds data torch's "
-                f"weights-only reader does not take (pickle opcode {opcode[1]}"
-                f"{': an int of over 600 digits' if opcode[1] == '139' else ''}), which a "
-                "policy file never holds"
-            ) from None
-        if "Weights only load failed" in str(e):  # a global weights_only blocks outright
-            found = re.search(r"GLOBAL (\S+)", str(e))
-            raise PolicyLoadError(
-                f"{str(path)!r} is unsafe and was not loaded: its pickle would call Python "
-                f"code ({found[1][:60] if found else 'a blocked global'}), which a policy file "
-                "never holds. Do not open it by other means unless you trust where it came "
-                "from"
-            ) from None
-        raise _corrupt(path, e) from None
+        raise _unpickling_error(path, e) from None
     except Exception as e:  # damaged bytes surface from torch as many exception types
         raise _corrupt(path, e) from None
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
@@ -163,6 +142,34 @@ def _read(path: Path) -> dict[str, Any]:
             "with python -m training.ppo or training.ppo.export_policy"
         )
     return blob
+
+
+def _unpickling_error(path: Path, e: pickle.UnpicklingError) -> PolicyLoadError:
+    """The error for a pickle torch's weights-only reader refused: its message tells Python
+    objects, data a policy file never holds and code it would call (unsafe) from damaged bytes
+    (`_corrupt`), and each needs its own advice."""
+    if "Unsupported global" in str(e):  # pickled Python objects, refused by weights_only
+        return PolicyLoadError(
+            f"{str(path)!r} is not a rummy500 policy file: it holds Python objects, not "
+            "only tensors and plain data (a whole model saved with torch.save?)"
+        )
+    opcode = re.search(r"Unsupported operand (\d+)", str(e))
+    if opcode:  # plain data torch's reader does not take, e.g. LONG4 (139): a huge int
+        return PolicyLoadError(
+            f"{str(path)!r} is not a rummy500 policy file: its pickle holds data torch's "
+            f"weights-only reader does not take (pickle opcode {opcode[1]}"
+            f"{': an int of over 600 digits' if opcode[1] == '139' else ''}), which a "
+            "policy file never holds"
+        )
+    if "Weights only load failed" in str(e):  # a global weights_only blocks outright
+        found = re.search(r"GLOBAL (\S+)", str(e))
+        return PolicyLoadError(
+            f"{str(path)!r} is unsafe and was not loaded: its pickle would call Python "
+            f"code ({found[1][:60] if found else 'a blocked global'}), which a policy file "
+            "never holds. Do not open it by other means unless you trust where it came "
+            "from"
+        )
+    return _corrupt(path, e)
 
 
 def _corrupt(path: Path, e: BaseException) -> PolicyLoadError:

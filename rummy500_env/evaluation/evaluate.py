@@ -41,7 +41,9 @@ from rummy500_env.evaluation.tournament import Config, EvaluateError, run
 # `evaluation.reports`.
 
 
-def parse_args(argv: list[str] | None = None) -> Config:
+def _parser() -> argparse.ArgumentParser:
+    """The command's flags, kept apart from their checks so that --help reads in one place."""
+    # argparse, not tyro: this module stays torch-free and needs no train extra.
     ap = argparse.ArgumentParser(
         prog="python -m training.evaluate",
         description=__doc__,
@@ -72,6 +74,13 @@ def parse_args(argv: list[str] | None = None) -> Config:
         help="one against the field: the first AGENT in one seat, each other AGENT in turn in "
         "every other seat; reports its win share beside the fair share",
     )
+    _add_run_flags(ap)
+    return ap
+
+
+def _add_run_flags(ap: argparse.ArgumentParser) -> None:
+    """The flags for how the games run and where they go (pool, seed, files, Ray), apart from
+    those that say which games are played."""
     ap.add_argument("--workers", type=int_option("workers"), default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int_option("seed"), default=0)
     ap.add_argument(
@@ -101,7 +110,10 @@ def parse_args(argv: list[str] | None = None) -> Config:
     ap.add_argument(
         "--address", default=None, help='with --ray: the Ray cluster to join, e.g. "auto"'
     )
-    a = ap.parse_args(argv)
+
+
+def _check_flags(a: argparse.Namespace) -> None:
+    """Raise an EvaluateError for a flag that cannot work, now rather than after the games."""
     if len(a.agents) < 2:
         raise EvaluateError("give at least two agents, e.g. `greedy random`")
     if a.games < 1:
@@ -121,6 +133,12 @@ def parse_args(argv: list[str] | None = None) -> Config:
             '--ray needs Ray: pip install "ray[default]" (or the rllib extra: '
             'pip install torch==2.13.0 -e ".[rllib]")'
         )
+
+
+def parse_args(argv: list[str] | None = None) -> Config:
+    """The checked Config for argv: flags, rules and agents all fail here, before any game."""
+    a = _parser().parse_args(argv)
+    _check_flags(a)
     cfg = Config(
         [check_spec(s) for s in a.agents],
         a.games,

@@ -212,63 +212,85 @@ def summarize(cfg: Config, records: list[GameRecord]) -> dict[str, Any]:
     (``reply_counts``, by agent): its failed requests and fallbacks, the decisions that were
     not the model's."""
     labels = labels_of(cfg.specs)
-    pairs = pairs_of(cfg)
     fair = 1 / cfg.game_rules().players
     table = []
     bt: list[tuple[int, int, float]] = []
     by_agent: dict[str, dict[str, int] | None] = {}
-    for p, (i, j) in enumerate(pairs):
+    for p, (i, j) in enumerate(pairs_of(cfg)):
         recs = [r for r in records if r.pair == p]
-        n = len(recs)
-        wins_i = sum(r.winner == 0 for r in recs)
-        wins_j = sum(r.winner == 1 for r in recs)
-        draws = n - wins_i - wins_j
-        score = wins_i if cfg.field else wins_i + 0.5 * draws
-        lo, hi = wilson(score, n)
-        by_deal: dict[int, list[float]] = {}
-        for r in recs:  # a deal's rotations are one duplicate sample: luck cancels inside it
-            by_deal.setdefault(r.deal, []).append(r.margin)
-        m, mlo, mhi = mean_ci([float(np.mean(x)) for x in by_deal.values()])
-        table.append(
-            {
-                "a": labels[i],
-                "b": labels[j],
-                "games": n,
-                "wins_a": wins_i,
-                "wins_b": wins_j,
-                "draws": draws,
-                "win_rate_a": score / n if n else 0.0,
-                "win_rate_a_ci95": [lo, hi],
-                "points_per_hand_a": float(np.mean([r.points_per_hand[0] for r in recs])),
-                "points_per_hand_b": float(np.mean([r.points_per_hand[1] for r in recs])),
-                "margin_a": m,
-                "margin_a_ci95": [mlo, mhi],
-                "truncated": sum(r.truncated for r in recs),
-            }
-        )
-        for who, (side, k) in enumerate((("a", i), ("b", j))):
-            counts = functools.reduce(add_counts, (r.reply_counts[who] for r in recs), None)
-            if counts is not None:
-                table[-1][f"reply_counts_{side}"] = counts
-                by_agent[labels[k]] = add_counts(by_agent.get(labels[k]), counts)
+        row, score = _pair_row(labels[i], labels[j], recs, cfg.field)
+        table.append(row)
+        _add_reply_counts(row, recs, (labels[i], labels[j]), by_agent)
         if cfg.field:
-            table[-1] |= {"fair_share": fair, "share_over_fair": score / n / fair if n else 0.0}
+            n = len(recs)
+            row |= {"fair_share": fair, "share_over_fair": score / n / fair if n else 0.0}
             continue
         bt += [(i, j, 1.0 if r.winner == 0 else 0.0 if r.winner == 1 else 0.5) for r in recs]
-    ratings: list[dict[str, Any]] = []
-    if not cfg.field:
-        value, half = elo(len(labels), bt)
-        ratings = [
-            {"agent": labels[k], "elo": float(value[k]), "ci95": float(half[k])}
-            for k in range(len(labels))
-        ]
     return {
         "config": asdict(cfg),
         "pairs": table,
-        "elo": ratings,
+        "elo": [] if cfg.field else _ratings(labels, bt),
         "reply_counts": by_agent,
         "games": [asdict(r) for r in records],
     }
+
+
+def _pair_row(
+    a: str, b: str, recs: list[GameRecord], in_field: bool
+) -> tuple[dict[str, Any], float]:
+    """One pair's row of the table (agent `a` against `b` over their games `recs`) and a's
+    score, which a field tournament's fair share needs: there a draw counts as no win."""
+    n = len(recs)
+    wins_i = sum(r.winner == 0 for r in recs)
+    wins_j = sum(r.winner == 1 for r in recs)
+    draws = n - wins_i - wins_j
+    score = wins_i if in_field else wins_i + 0.5 * draws
+    lo, hi = wilson(score, n)
+    by_deal: dict[int, list[float]] = {}
+    for r in recs:  # a deal's rotations are one duplicate sample: luck cancels inside it
+        by_deal.setdefault(r.deal, []).append(r.margin)
+    m, mlo, mhi = mean_ci([float(np.mean(x)) for x in by_deal.values()])
+    row: dict[str, Any] = {
+        "a": a,
+        "b": b,
+        "games": n,
+        "wins_a": wins_i,
+        "wins_b": wins_j,
+        "draws": draws,
+        "win_rate_a": score / n if n else 0.0,
+        "win_rate_a_ci95": [lo, hi],
+        "points_per_hand_a": float(np.mean([r.points_per_hand[0] for r in recs])),
+        "points_per_hand_b": float(np.mean([r.points_per_hand[1] for r in recs])),
+        "margin_a": m,
+        "margin_a_ci95": [mlo, mhi],
+        "truncated": sum(r.truncated for r in recs),
+    }
+    return row, score
+
+
+def _add_reply_counts(
+    row: dict[str, Any],
+    recs: list[GameRecord],
+    names: tuple[str, str],
+    by_agent: dict[str, dict[str, int] | None],
+) -> None:
+    """Add up the endpoint replies of the pair's agents (those that count them, ``llm:``) into
+    their `row` and into `by_agent`, so that failed requests and fallbacks are reported."""
+    for who, (side, name) in enumerate(zip(("a", "b"), names, strict=True)):
+        counts = functools.reduce(add_counts, (r.reply_counts[who] for r in recs), None)
+        if counts is not None:
+            row[f"reply_counts_{side}"] = counts
+            by_agent[name] = add_counts(by_agent.get(name), counts)
+
+
+def _ratings(labels: list[str], bt: list[tuple[int, int, float]]) -> list[dict[str, Any]]:
+    """Each agent's Elo rating with its 95% half-width, fitted over all the games' results
+    `bt` (index of a, index of b, a's score); a field tournament has none."""
+    value, half = elo(len(labels), bt)
+    return [
+        {"agent": labels[k], "elo": float(value[k]), "ci95": float(half[k])}
+        for k in range(len(labels))
+    ]
 
 
 def labels_of(specs: list[str]) -> list[str]:

@@ -180,7 +180,10 @@ class BareAttributes:
         return self._bare
 
 
-class TerminateIllegal(BareAttributes, wrappers.TerminateIllegalWrapper):  # type: ignore[misc]
+class TerminateIllegal(
+    BareAttributes,
+    wrappers.TerminateIllegalWrapper,  # type: ignore[misc]  # pettingzoo is untyped
+):
     """PettingZoo's TerminateIllegal, reading the AEC attributes from the bare env."""
 
     def __init__(self, env: AECEnv, illegal_reward: float) -> None:
@@ -188,7 +191,10 @@ class TerminateIllegal(BareAttributes, wrappers.TerminateIllegalWrapper):  # typ
         self._bare = env.unwrapped
 
 
-class OrderEnforcing(BareAttributes, wrappers.OrderEnforcingWrapper):  # type: ignore[misc]
+class OrderEnforcing(
+    BareAttributes,
+    wrappers.OrderEnforcingWrapper,  # type: ignore[misc]  # pettingzoo is untyped
+):
     """PettingZoo's OrderEnforcing, where a `step` once every agent is done is an error, as
     the README promises (PettingZoo only logs a warning and ignores it), and so is `last`
     (PettingZoo's reads the reward of an agent already removed: a bare KeyError). Before

@@ -98,17 +98,8 @@ def rules_brief(rules: Rules) -> list[str]:
         "Melds: a set is 3 or 4 cards of one rank in different suits; a run is 3 or more "
         "cards of one suit in sequence (A-2-3 or Q-K-A, never K-A-2). Lay off: add one card "
         "of yours to any meld on the table (meld #N as listed); it scores for you.",
+        _hand_end(r),
     ]
-    out = "The hand ends when a player has no cards left (going out"
-    out += ", and the last card must be a discard)" if r.discard_to_go_out else ")"
-    stock = {
-        "pile_only": "once the stock is empty you may still take or dig, or decline, which "
-        "ends the hand",
-        "ends_hand": "the hand ends when the stock is empty",
-        "pile_must_use": "once the stock is empty, a card taken from the pile must be put "
-        "on the table at once, or you decline, which ends the hand",
-    }[r.stock_out]
-    lines.append(f"{out}; {stock}.")
     values = {
         "pip": "2-10 their number, J Q K 10, ace 15 (1 at the bottom of a run on the table)",
         "fives": "2-9 5, 10 J Q K 10, ace 15 (5 at the bottom of a run on the table)",
@@ -119,18 +110,7 @@ def rules_brief(rules: Rules) -> list[str]:
         "Score each hand: the value of the cards you put on the table minus the value of the "
         f"cards left in your hand. Values: {values}."
     )
-    end = (
-        f"The game ends after a hand in which a total reaches {r.target}: the highest total "
-        "wins (a tie for the lead plays on)"
-    )
-    if r.winner_must_go_out:
-        end += "; only the player who went out can end it"
-    limits = []
-    if r.turn_limit is not None:
-        limits.append(f"a hand stops after {r.turn_limit} turns")
-    if r.hand_limit is not None:
-        limits.append(f"the game after {r.hand_limit} hands")
-    lines.append(end + (f". Limits: {', '.join(limits)}." if limits else "."))
+    lines.append(_game_end(r))
     if r.top_card_must_meld:
         lines.append("Taking the top card obliges you to put it on the table this turn, as a dig.")
     if r.jokers:
@@ -145,6 +125,38 @@ def rules_brief(rules: Rules) -> list[str]:
             "out of turn and end with done; pass declines."
         )
     return lines
+
+
+def _hand_end(r: Rules) -> str:
+    """The line of `rules_brief` on how a hand ends, which two rules (going out, an empty
+    stock) shape."""
+    out = "The hand ends when a player has no cards left (going out"
+    out += ", and the last card must be a discard)" if r.discard_to_go_out else ")"
+    stock = {
+        "pile_only": "once the stock is empty you may still take or dig, or decline, which "
+        "ends the hand",
+        "ends_hand": "the hand ends when the stock is empty",
+        "pile_must_use": "once the stock is empty, a card taken from the pile must be put "
+        "on the table at once, or you decline, which ends the hand",
+    }[r.stock_out]
+    return f"{out}; {stock}."
+
+
+def _game_end(r: Rules) -> str:
+    """The line of `rules_brief` on how the game ends: the target, who may end it and the
+    limits, when the rules set them."""
+    end = (
+        f"The game ends after a hand in which a total reaches {r.target}: the highest total "
+        "wins (a tie for the lead plays on)"
+    )
+    if r.winner_must_go_out:
+        end += "; only the player who went out can end it"
+    limits = []
+    if r.turn_limit is not None:
+        limits.append(f"a hand stops after {r.turn_limit} turns")
+    if r.hand_limit is not None:
+        limits.append(f"the game after {r.hand_limit} hands")
+    return end + (f". Limits: {', '.join(limits)}." if limits else ".")
 
 
 def _seat(q: int, you: int) -> str:

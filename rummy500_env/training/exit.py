@@ -268,26 +268,8 @@ def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
     new hands start until the labels asked for are reached or under way, so there may be a
     few more than asked."""
     rules = Rules.parse(task.rules)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "policy.pt"
-        path.write_bytes(task.policy)
-        policy = PolicyAgent.load(path, rules=rules)
     names = [name for name, weight in task.opponents if weight > 0]
-    searches = {
-        name: PolicySearchAgent(
-            rules,
-            policy=policy,
-            simulations=task.simulations,
-            candidates=task.candidates,
-            leaf=task.leaf,
-            c_scale=task.c_scale,
-            gumbel=task.gumbel,
-            evidence=task.evidence,
-            seed=task.seed + k,
-            opponent=None if name == "self" else make_agent(name, rules, task.seed + k),
-        )
-        for k, name in enumerate(names)
-    }
+    searches = _searches(task, rules, names)
     encoder, codec = ObservationEncoder(rules), ActionCodec(rules)
     deals = random.Random(task.seed)
     draws = random.Random(task.seed + 1)  # opponents and their seats; never drawn from
@@ -321,25 +303,59 @@ def label_hands(task: LabelTask) -> dict[str, np.ndarray]:
             hands += 1
         for name, search in searches.items():
             mine = [h for h in playing if h.opponent == name]
-            if not mine:
-                continue
-            views = [
-                (h.game.seat_view(h.game.current_player), h.game.legal_actions()) for h in mine
-            ]
-            evidence = [h.evidence(view) for h, (view, _) in zip(mine, views, strict=True)]
-            for hand, (view, _), result in zip(
-                mine, views, search.analyse_many(views, evidence), strict=True
-            ):
-                game, seat = hand.game, hand.game.current_player
-                hand.witnesses[seat].did(view, result.action)  # after `evidence` saw `view`
-                target = np.zeros(codec.size, dtype=np.float32)
-                target[result.ids] = result.improved
-                hand.rows["obs"].append(encoder.encode(game, seat))
-                hand.rows["mask"].append(codec.mask(game).astype(bool))
-                hand.rows["policy"].append(target)
-                hand.rows["search_value"].append(result.value)
-                hand.seats.append(seat)
-                game.apply(result.action)
+            if mine:
+                _search_and_label(search, mine, encoder, codec)
+    return _as_arrays(rows)
+
+
+def _searches(task: LabelTask, rules: Rules, names: list[str]) -> dict[str, PolicySearchAgent]:
+    """One search per opponent in `names`, all guided by the task's policy: each knows the
+    agent it plays against (its simulations play that agent's moves)."""
+    with tempfile.TemporaryDirectory() as tmp:  # the policy travels as bytes, loads from a file
+        path = Path(tmp) / "policy.pt"
+        path.write_bytes(task.policy)
+        policy = PolicyAgent.load(path, rules=rules)
+    return {
+        name: PolicySearchAgent(
+            rules,
+            policy=policy,
+            simulations=task.simulations,
+            candidates=task.candidates,
+            leaf=task.leaf,
+            c_scale=task.c_scale,
+            gumbel=task.gumbel,
+            evidence=task.evidence,
+            seed=task.seed + k,
+            opponent=None if name == "self" else make_agent(name, rules, task.seed + k),
+        )
+        for k, name in enumerate(names)
+    }
+
+
+def _search_and_label(
+    search: PolicySearchAgent, hands: list[_Hand], encoder: ObservationEncoder, codec: ActionCodec
+) -> None:
+    """Search the position to move in each of `hands` in one lockstep batch, so the network
+    sees many simulations at a time; label each position and play the search's move."""
+    views = [(h.game.seat_view(h.game.current_player), h.game.legal_actions()) for h in hands]
+    evidence = [h.evidence(view) for h, (view, _) in zip(hands, views, strict=True)]
+    for hand, (view, _), result in zip(
+        hands, views, search.analyse_many(views, evidence), strict=True
+    ):
+        game, seat = hand.game, hand.game.current_player
+        hand.witnesses[seat].did(view, result.action)  # after `evidence` saw `view`
+        target = np.zeros(codec.size, dtype=np.float32)
+        target[result.ids] = result.improved
+        hand.rows["obs"].append(encoder.encode(game, seat))
+        hand.rows["mask"].append(codec.mask(game).astype(bool))
+        hand.rows["policy"].append(target)
+        hand.rows["search_value"].append(result.value)
+        hand.seats.append(seat)
+        game.apply(result.action)
+
+
+def _as_arrays(rows: dict[str, list[Any]]) -> dict[str, np.ndarray]:
+    """The labels as the arrays of `FIELDS` a round's ``.npz`` holds and the learner reads."""
     return {
         "obs": np.stack(rows["obs"]).astype(np.float32),
         "mask": np.stack(rows["mask"]),
