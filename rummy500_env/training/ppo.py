@@ -105,7 +105,8 @@ class Args(SelfPlayArgs):
     max_grad_norm: float = 0.5
     """Gradient norm clip."""
     network: str = "cards"
-    """Policy network: "cards" (card-structured, see `rummy500_env.agents.networks`) or "mlp"."""
+    """Policy network: "cards" (card-structured, see `rummy500_env.agents.networks`) or "mlp"
+    (deprecated: it warns; the card network replaces it)."""
     channels: int = 32
     """cards: features per card."""
     blocks: int = 2
