@@ -175,36 +175,35 @@ CLEAN = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL
 CLEAN.pop("RUMMY500_PURE", None)
 
 
-@background.job(__name__, "installed")
-def install_the_wheel() -> tuple[Path, str] | None:
-    """A fresh venv with the wheel and its train and play extras, made in the background
-    after the build: (its folder, its python); None where the build module is missing."""
+def venv_with_the_wheel(name: str, extras: str) -> tuple[Path, str] | None:
+    """A fresh venv holding the built wheel with `extras` (``[train,play]``, or ``""`` for
+    none: then no torch either), torch pinned first where an extra asks for it: (its folder,
+    its python); None where the build module is missing."""
     out = background.result("dist")
     if out is None:
         return None
     (wheel,) = out.glob("rummy500_env-*.whl")
-    env_dir = background.temp_dir("installed") / "venv"
+    env_dir = background.temp_dir(name) / "venv"
     venv.create(env_dir, with_pip=True)
     python = str(env_dir / "bin" / "python")
     pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    background.run([*pip, TORCH], cwd=env_dir, env=CLEAN)
-    background.run([*pip, TORCH, f"{wheel}[train,play]"], cwd=env_dir, env=CLEAN)
+    torch = [TORCH] if extras else []
+    if torch:
+        background.run([*pip, *torch], cwd=env_dir, env=CLEAN)
+    background.run([*pip, *torch, f"{wheel}{extras}"], cwd=env_dir, env=CLEAN)
     return env_dir, python
+
+
+@background.job(__name__, "installed")
+def install_the_wheel() -> tuple[Path, str] | None:
+    """The wheel with its train and play extras, made in the background after the build."""
+    return venv_with_the_wheel("installed", "[train,play]")
 
 
 @background.job(__name__, "installed_bare")
 def install_the_wheel_bare() -> tuple[Path, str] | None:
-    """A fresh venv with the wheel alone, no extra (so no torch): (its folder, its python)."""
-    out = background.result("dist")
-    if out is None:
-        return None
-    (wheel,) = out.glob("rummy500_env-*.whl")
-    env_dir = background.temp_dir("installed_bare") / "venv"
-    venv.create(env_dir, with_pip=True)
-    python = str(env_dir / "bin" / "python")
-    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    background.run([*pip, str(wheel)], cwd=env_dir, env=CLEAN)
-    return env_dir, python
+    """The wheel alone, no extra (so no torch)."""
+    return venv_with_the_wheel("installed_bare", "")
 
 
 @pytest.fixture(scope="module")

@@ -281,13 +281,14 @@ class Rummy500SingleAgentEnv(gymnasium.Env[np.ndarray, np.int64]):
     def _play_opponents(self) -> float:
         """Let the other seats act until the learner is to act or the episode ends; return the
         reward the learner received meanwhile."""
-        received = [0.0]
+        received = 0.0
 
         def credit(_env: int, reward: float) -> None:
-            received[0] += reward
+            nonlocal received
+            received += reward
 
         play_opponents([self], [0], credit)
-        return received[0]
+        return received
 
     def _result(self, reward: float) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """`step`'s return once the opponents have played."""

@@ -282,7 +282,7 @@ def args_of(cls: type[A], data: dict[str, Any]) -> A:
     """A trainer's ``Args`` from a dict (YAML, ``config.json``), rejecting unknown fields with
     the list of known ones."""
     known = {f.name for f in dataclasses.fields(cls)}
-    retired = getattr(cls, "RETIRED", {})
+    retired = cls.RETIRED
     for key in sorted(set(data) & set(retired) - known):
         if data[key] != retired[key]:
             raise ConfigError(
