@@ -44,7 +44,7 @@ def measure(config: str, steps: int, overrides: dict[str, Any]) -> float:
     return rate
 
 
-def _field(item: str) -> tuple[str, Any]:
+def parse_field(item: str) -> tuple[str, Any]:
     """``FIELD=VALUE`` with a JSON value, or a plain string (``network=mlp``)."""
     name, _, text = item.partition("=")
     try:
@@ -60,7 +60,7 @@ def main() -> None:
     ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="JSON values")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    overrides = dict(_field(item) for item in a.set)
+    overrides = dict(parse_field(item) for item in a.set)
     out = {config: measure(config, a.steps, overrides) for config in a.config}
     if a.json:
         print(json.dumps(out))

@@ -3,6 +3,7 @@
     python benchmarks/update_speed.py [--config ppo ppo_long] [--repeats 7] [--json]
     python benchmarks/update_speed.py --variants eager compile --profile
     python benchmarks/update_speed.py --threads 1   # torch's threads (the config's otherwise)
+    python benchmarks/update_speed.py --variants eager --set channels=192 hidden=1024 device=cuda
 
 Each config (a packaged name or a YAML path) collects one rollout of real positions with its
 own network and pool, then runs the update on that same rollout under each variant, from the
@@ -37,6 +38,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from train_throughput import parse_field
 
 from rummy500_env.agents.networks import CardBlock
 from rummy500_env.engine.numbers import int_option
@@ -86,10 +88,12 @@ def block_forward(forward: Callable[[CardBlock, torch.Tensor], torch.Tensor]) ->
         CardBlock.forward = saved  # type: ignore[method-assign]
 
 
-def one_rollout(config: str) -> tuple[Any, Any, Any]:
-    """(args, model, rollout): one rollout of `config`'s games with its starting network."""
+def one_rollout(config: str, overrides: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """(args, model, rollout): one rollout of `config`'s games (with `overrides` of its
+    fields) with its starting network, on its device."""
     with tempfile.TemporaryDirectory() as run:
-        fields = load_yaml(config) | {"bc_decisions": 0, "init_policy": None, "run_dir": run}
+        fields = load_yaml(config) | overrides
+        fields |= {"bc_decisions": 0, "init_policy": None, "run_dir": run}
         args = args_from_dict(fields | {"progress": False})
         trainer = Trainer(args, resume=False)
         trainer.snapshot()
@@ -148,9 +152,14 @@ def profile(args: Any, model: Any, rollout: Any) -> str:
 
 
 def measure(
-    config: str, variants: list[str], repeats: int, show_profile: bool, threads: int | None
+    config: str,
+    variants: list[str],
+    repeats: int,
+    show_profile: bool,
+    threads: int | None,
+    overrides: dict[str, Any],
 ) -> dict[str, Any]:
-    args, model, rollout = one_rollout(config)
+    args, model, rollout = one_rollout(config, overrides)
     args.threads = threads or args.threads
     torch.set_num_threads(args.threads)
     decisions = args.rollout_size
@@ -169,6 +178,7 @@ def measure(
         "config": config,
         "decisions": decisions,
         "threads": args.threads,
+        "device": str(next(model.parameters()).device),
         "same_numbers": same_numbers(model, rollout),
         "variants": {
             v: {
@@ -190,14 +200,19 @@ def main() -> None:
     ap.add_argument("--repeats", type=int_option("repeats"), default=7)
     ap.add_argument("--profile", action="store_true", help="the eager update's top operators")
     ap.add_argument("--threads", type=int_option("threads"), help="torch's (default: config's)")
+    ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="JSON values")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    results = [measure(c, a.variants, a.repeats, a.profile, a.threads) for c in a.config]
+    overrides = dict(parse_field(item) for item in a.set)
+    results = [measure(c, a.variants, a.repeats, a.profile, a.threads, overrides) for c in a.config]
     if a.json:
         print(json.dumps(results))
         return
     for r in results:
-        print(f"{r['config']}: one update of {r['decisions']:,} decisions, {r['threads']} threads")
+        print(
+            f"{r['config']}: one update of {r['decisions']:,} decisions, {r['threads']} threads, "
+            f"on {r['device']}"
+        )
         print(f"  rewritten blocks, largest difference: {r['same_numbers']}")
         for v, m in r["variants"].items():
             extra = f", compiled in {m['compile_s']:.0f} s" if v == "compile" else ""

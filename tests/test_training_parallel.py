@@ -1,9 +1,11 @@
-"""Rollouts collected in two processes (`collect_workers: 2`, training/parallel.py): the
-joined batch is the two processes' own rollouts side by side, legal and reproducible; a worker
-that dies is a clear error; bad settings are refused."""
+"""Rollouts collected in several processes (`collect_workers`, training/parallel.py): the
+joined batch is the processes' own rollouts side by side, legal and reproducible; with overlap
+each is collected by the weights one update old; a worker that dies is a clear error after a
+checkpoint; ``auto`` counts the usable cores; bad settings are refused."""
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 from pathlib import Path
@@ -14,8 +16,9 @@ pytest.importorskip("tyro")
 import torch
 
 from rummy500_env.rl.selfplay import SelfPlayGames
+from rummy500_env.training import parallel
 from rummy500_env.training.parallel import SEED_STRIDE, CollectionError, shares
-from rummy500_env.training.ppo import Trainer, args_from_dict
+from rummy500_env.training.ppo import Trainer, args_from_dict, parse_args
 from rummy500_env.training.rollouts import Collector, opponent_pool
 from rummy500_env.training.settings import ConfigError, load_yaml
 
@@ -109,7 +112,115 @@ def test_close_stops_the_workers(tmp_path):
     assert not any(p.is_alive() for p in processes)
 
 
-@pytest.mark.parametrize("workers", [0, 6, "2"])
+@pytest.mark.parametrize("workers", [0, 6, "2", "all"])
 def test_collect_workers_must_be_an_int_from_1_to_n_games(workers, tmp_path):
     with pytest.raises(ConfigError, match="collect_workers"):
         args_from_dict(load_yaml("ppo") | SMALL | {"collect_workers": workers}).validate()
+
+
+def perturbed(model: torch.nn.Module, seed: int) -> None:
+    """Move every weight a little, as an update would."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn(p.shape, generator=g))
+
+
+@pytest.mark.slow
+def test_with_overlap_each_rollout_is_collected_by_the_weights_one_update_old(tmp_path):
+    """Overlapped, the k-th rollout handed back is what one process collects with the
+    weights given at call k - 1: the first two with the start's, the third with the
+    weights after the first update."""
+    t = trainer(tmp_path / "overlap", overlap=True, collect_workers=1)
+    alone = trainer(tmp_path / "alone", collect_workers=1)  # the same games and seeds
+    args = t.args
+    handed, expected = [], []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in the worker: the same sums, to the last bit
+    try:
+        start = copy.deepcopy(t.model.state_dict())
+        for k in range(3):
+            handed.append(t.collector.collect(t.model, args.n_steps, args.gamma, args.gae_lambda))
+            perturbed(t.model, k)  # "the update" that follows the hand-over
+        alone.model.load_state_dict(start)
+        for k in range(3):
+            expected.append(
+                alone.collector.collect(alone.model, args.n_steps, args.gamma, args.gae_lambda)
+            )
+            if k >= 1:  # the worker got the first update's weights with the third request
+                perturbed(alone.model, k - 1)
+    finally:
+        torch.set_num_threads(threads)
+        t.close()
+        alone.close()
+    for k in range(3):
+        for name in ("obs", "masks", "actions", "logprobs", "rewards", "advantages"):
+            assert torch.equal(getattr(handed[k], name), getattr(expected[k], name)), (k, name)
+    assert not torch.equal(handed[1].obs, handed[2].obs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overlap", [False, True])
+def test_a_seeded_run_trains_the_same_weights_twice_for_a_worker_count(tmp_path, overlap):
+    weights = []
+    for k in range(2):
+        t = trainer(tmp_path / str(k), overlap=overlap, collect_workers=2, total_timesteps=90)
+        try:
+            t.snapshot()
+            t.learn()
+        finally:
+            t.close()
+        weights.append(torch.cat([p.flatten() for p in t.model.parameters()]))
+    assert torch.equal(weights[0], weights[1])
+
+
+def test_an_overlapped_worker_that_dies_is_a_clear_error_after_a_checkpoint(tmp_path):
+    t = trainer(tmp_path, overlap=True, collect_workers=2, total_timesteps=10**6)
+    try:
+        t.snapshot()
+        t.collector.collect(t.model, 6, 0.99, 0.95)  # the next rollout is now under way
+        process, _conn = t.collector.workers[1]
+        os.kill(process.pid, signal.SIGKILL)
+        process.join(10)
+        with pytest.raises(CollectionError, match=r"died \(exit code -9\).*--resume.*checkpoint"):
+            t.learn()
+    finally:
+        t.close()
+    assert list((tmp_path / "run" / "checkpoints").glob("*.pt")), "what was learned is kept"
+
+
+@pytest.mark.parametrize(
+    ("given", "cores", "n_games", "processes"),
+    [
+        (3, 16, 64, 3),
+        ("auto", 16, 64, 16),
+        ("auto", 2, 64, 2),
+        ("auto", 1, 64, 1),
+        ("auto", 16, 4, 4),
+    ],
+)
+def test_auto_collects_on_every_usable_core_one_game_each_at_least(
+    monkeypatch, given, cores, n_games, processes
+):
+    monkeypatch.setattr(parallel, "usable_cores", lambda: cores)
+    assert parallel.collection_processes(given, n_games) == processes
+
+
+def test_collect_workers_auto_is_taken_on_the_command_line_and_in_a_config():
+    args, _ = parse_args(["--collect-workers", "auto", "--overlap"])
+    assert (args.collect_workers, args.overlap) == ("auto", True)
+    args_from_dict(load_yaml("ppo") | {"collect_workers": "auto"}).validate()
+    with pytest.raises(ConfigError, match="collect-workers"):
+        parse_args(["--collect-workers", "٢"])  # Python's int reads other scripts' digits
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_overlapped_workers_yield_their_cores_to_the_learner(tmp_path, overlap):
+    t = trainer(tmp_path, overlap=overlap, collect_workers=2)
+    try:
+        t.collector.collect(t.model, 6, 0.99, 0.95)  # the workers have started
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        theirs = {os.getpriority(os.PRIO_PROCESS, p.pid) for p, _ in t.collector.workers}
+    finally:
+        t.close()
+    assert theirs == {min(19, mine + parallel.OVERLAP_NICENESS) if overlap else mine}

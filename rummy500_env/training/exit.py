@@ -69,6 +69,7 @@ from rummy500_env.evaluation.tournament import run as run_tournament
 from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
 from rummy500_env.rl.opponents import Agent, choose
+from rummy500_env.training.device import DeviceArgs, check_device, device_line, pick_device
 from rummy500_env.training.run import (
     Every,
     RunFolder,
@@ -110,7 +111,7 @@ retries spent), rather than raised by the task itself."""
 
 
 @dataclass
-class Args(TrainArgs):
+class Args(DeviceArgs, TrainArgs):
     """Expert iteration for Rummy 500: a policy-guided search labels self-play positions and
     the network learns its improved policy and values."""
 
@@ -201,6 +202,7 @@ class Args(TrainArgs):
             "hands_at_once",
         )
         require(self, self.evidence >= 0, "evidence", "use a whole number of turns >= 0")
+        check_device(self.device)
         require_pool(self, "self (the search in every seat)")
         require(self, self.leaf in LEAVES, "leaf", f"use one of {LEAVES}")
         require(self, self.c_scale >= 0, "c_scale", "use a number >= 0")
@@ -540,18 +542,20 @@ def exit_update(
 ) -> dict[str, float]:
     """`n_epochs` passes over `labels`; returns the last pass's mean losses: the policy's cross
     entropy to the improved policy, its KL divergence from it, and the value loss; and the
-    gradient's norm before clipping (a non-finite one is a diverged step)."""
-    obs = torch.from_numpy(labels["obs"])
-    masks = torch.from_numpy(labels["mask"])
-    targets = torch.from_numpy(labels["policy"])
-    values = torch.from_numpy(value_targets(labels, args.value_mix).astype(np.float32))
+    gradient's norm before clipping (a non-finite one is a diverged step). It runs on the
+    network's device."""
+    device = next(network.parameters()).device
+    obs = torch.from_numpy(labels["obs"]).to(device)
+    masks = torch.from_numpy(labels["mask"]).to(device)
+    targets = torch.from_numpy(labels["policy"]).to(device)
+    values = torch.from_numpy(value_targets(labels, args.value_mix).astype(np.float32)).to(device)
     entropy_of_targets = entropy(targets)
     gen = np.random.default_rng(seed)
     network.train()
     stats: dict[str, list[float]] = {}
     for _epoch in range(args.n_epochs):
         stats = {"policy": [], "kl": [], "value": [], "grad_norm": []}
-        order = torch.as_tensor(gen.permutation(len(obs)))
+        order = torch.as_tensor(gen.permutation(len(obs)), device=device)
         for start in range(0, len(obs), args.minibatch_size):
             idx = order[start : start + args.minibatch_size]
             cross_entropy, value_loss = label_losses(
@@ -642,8 +646,10 @@ class Trainer:
     def __init__(self, args: Args, resume: bool) -> None:
         self.args = args
         seed_and_threads(args.seed, args.threads)
+        device = pick_device(args.device)
+        print(device_line(device, args.device), flush=True)
         start = PolicyAgent.load(args.policy_name(), rules=args.game_rules())
-        self.network: CardPolicy = start.network  # validate(): a cards network
+        self.network: CardPolicy = start.network.to(device)  # validate(): a cards network
         self.optimizer = torch.optim.Adam(self.network.parameters(), lr=args.learning_rate)
         self.run = RunFolder(args, resume)
         self.labels_dir = self.run.path / "labels"

@@ -47,8 +47,14 @@ from rummy500_env.agents.networks import KINDS
 from rummy500_env.agents.policy import PolicyAgent, current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.training.device import DeviceArgs, check_device, device_line, pick_device
 from rummy500_env.training.model import ADAM_EPS, ActorCritic, masked_logits, new_model, ppo_loss
-from rummy500_env.training.parallel import ParallelCollector, shares
+from rummy500_env.training.parallel import (
+    CollectionError,
+    ParallelCollector,
+    collection_processes,
+    shares,
+)
 from rummy500_env.training.rollouts import Collector, Rollout, new_collector
 from rummy500_env.training.run import (
     Every,
@@ -75,7 +81,7 @@ from rummy500_env.training.settings import (
 
 
 @dataclass
-class Args(SelfPlayArgs):
+class Args(DeviceArgs, SelfPlayArgs):
     """Self-play PPO for Rummy 500."""
 
     TRAINER = "ppo"
@@ -125,9 +131,14 @@ class Args(SelfPlayArgs):
     """Start from this exported policy file's weights instead (same network and rules)."""
     threads: int = 2
     """Torch threads of the PPO update (each process's games step in one thread)."""
-    collect_workers: int = 1
-    """Processes that collect rollouts, this one included: 2 splits the games with a second
-    process, which puts a second core to work while the games step (`training.parallel`)."""
+    collect_workers: int | str = 1
+    """Processes that collect rollouts (`training.parallel`): without overlap this one and
+    N - 1 workers (2 puts a second core to work while the games step); with overlap N
+    workers. "auto": one per usable core."""
+    overlap: bool = False
+    """Workers collect the next rollout while this process updates on the last (its data
+    then comes from the weights one update old); they run at a lower priority, so the update
+    keeps its threads' cores."""
     progress: bool = True
     """Print a progress line every 15 seconds."""
 
@@ -146,13 +157,15 @@ class Args(SelfPlayArgs):
         check_ppo(self)
         for name in ("n_games", "n_steps", "minibatch_size", "bc_epochs", "threads"):
             require_positive_ints(self, name)
-        require_positive_ints(self, "collect_workers", "channels", "blocks", "hidden")
+        require_positive_ints(self, "channels", "blocks", "hidden")
         require(
             self,
-            self.collect_workers <= self.n_games,
+            self.collect_workers == "auto"
+            or (type(self.collect_workers) is int and 1 <= self.collect_workers <= self.n_games),
             "collect_workers",
-            f"use at most n_games = {self.n_games} (each process needs a game)",
+            f"use auto or an int from 1 to n_games = {self.n_games} (each process needs a game)",
         )
+        check_device(self.device)
         require(
             self,
             type(self.bc_decisions) is int and self.bc_decisions >= 0,
@@ -237,14 +250,16 @@ def behaviour_clone(
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     n = len(data["action"])
     gen = np.random.default_rng(seed)
-    obs, mask = torch.as_tensor(data["obs"]), torch.as_tensor(data["mask"])
-    act, ret = torch.as_tensor(data["action"]), torch.as_tensor(data["return"])
+    device = next(model.parameters()).device
+    obs, mask, act, ret = (
+        torch.as_tensor(data[k], device=device) for k in ("obs", "mask", "action", "return")
+    )
     stats: dict[str, float] = {}
     for epoch in range(epochs):
         order = gen.permutation(n)
         total, correct = 0.0, 0
         for i in range(0, n, 256):
-            idx = torch.as_tensor(order[i : i + 256])
+            idx = torch.as_tensor(order[i : i + 256], device=device)
             logits, values = model(obs[idx])
             logits = masked_logits(logits, mask[idx])
             loss = nn.functional.cross_entropy(logits, act[idx])
@@ -269,10 +284,12 @@ def behaviour_clone(
 def ppo_update(
     model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Rollout, args: Args, seed: int
 ) -> dict[str, float]:
-    """Clipped PPO epochs over one rollout (`ppo_loss`); returns the last epoch's mean
-    losses and gradient norm (before clipping: a non-finite one is a diverged step)."""
+    """Clipped PPO epochs over one rollout (`ppo_loss`) on the model's device; returns the
+    last epoch's mean losses and gradient norm (before clipping: a non-finite one is a
+    diverged step)."""
+    device = next(model.parameters()).device
     flat = {
-        k: getattr(batch, k).flatten(0, 1)
+        k: getattr(batch, k).flatten(0, 1).to(device)
         for k in ("obs", "masks", "actions", "logprobs", "advantages", "returns")
     }
     size = flat["actions"].shape[0]
@@ -281,7 +298,7 @@ def ppo_update(
     stats: dict[str, list[float]] = {k: [] for k in names}
     for _epoch in range(args.n_epochs):
         stats = {k: [] for k in stats}
-        order = torch.as_tensor(gen.permutation(size))
+        order = torch.as_tensor(gen.permutation(size), device=device)
         for start in range(0, size, args.minibatch_size):
             idx = order[start : start + args.minibatch_size]
             logits, values = model(flat["obs"][idx])
@@ -362,7 +379,9 @@ class Trainer:
     def __init__(self, args: Args, resume: bool) -> None:
         self.args = args
         seed_and_threads(args.seed, args.threads)
-        self.model = new_model(args)
+        self.device = pick_device(args.device)
+        print(device_line(self.device, args.device), flush=True)
+        self.model = new_model(args).to(self.device)  # made on the CPU: the same start anywhere
         self.optimizer = torch.optim.Adam(
             self.model.parameters(), lr=args.learning_rate, eps=ADAM_EPS
         )
@@ -379,14 +398,17 @@ class Trainer:
         snapshots = self.snapshot_files()
         games_seed = args.seed * 7919 + self.state["updates"]  # fresh deals after a resume
         sampling_seed = args.seed + self.state["updates"]
-        mine, *theirs = shares(args.n_games, args.collect_workers)
-        self.collector: Collector | ParallelCollector = new_collector(
-            args, mine, games_seed, sampling_seed, snapshots
-        )
-        if theirs:
-            self.collector = ParallelCollector(
-                self.collector, args, theirs, games_seed, sampling_seed, snapshots
-            )
+        processes = collection_processes(args.collect_workers, args.n_games)
+        parts = shares(args.n_games, processes)
+        seeds = (games_seed, sampling_seed, snapshots)
+        self.collector: Collector | ParallelCollector
+        if args.overlap:
+            self.collector = ParallelCollector(None, args, parts, *seeds)
+        else:
+            mine, *theirs = parts
+            self.collector = new_collector(args, mine, *seeds)
+            if theirs:
+                self.collector = ParallelCollector(self.collector, args, theirs, *seeds)
 
     @property
     def timesteps(self) -> int:
@@ -450,7 +472,16 @@ class Trainer:
                 frac = 1.0 - self.timesteps / args.total_timesteps
                 for group in self.optimizer.param_groups:
                     group["lr"] = frac * args.learning_rate
-            rollout = self.collector.collect(self.model, args.n_steps, args.gamma, args.gae_lambda)
+            try:
+                rollout = self.collector.collect(
+                    self.model, args.n_steps, args.gamma, args.gae_lambda
+                )
+            except CollectionError as e:  # a worker died: keep every update made so far
+                self.checkpoint()
+                raise CollectionError(
+                    f"{e} (a checkpoint of the {self.timesteps:,} timesteps learned so far was "
+                    "written first)"
+                ) from None
             losses = ppo_update(
                 self.model, self.optimizer, rollout, args, args.seed + self.state["updates"]
             )

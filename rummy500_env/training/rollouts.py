@@ -77,6 +77,7 @@ class Collector:
 
     def collect(self, model: ActorCritic, n_steps: int, gamma: float, lam: float) -> Rollout:
         n = len(self.games.envs)
+        device = next(model.parameters()).device
         obs = torch.zeros((n_steps, n, self.obs.shape[1]))
         masks = torch.zeros((n_steps, n, self.masks.shape[1]), dtype=torch.bool)
         actions = torch.zeros((n_steps, n), dtype=torch.long)
@@ -85,7 +86,8 @@ class Collector:
         with torch.no_grad():
             for t in range(n_steps):
                 obs[t], masks[t] = self.obs, self.masks
-                logits, value = model(self.obs)
+                logits, value = model(self.obs.to(device))
+                logits, value = logits.cpu(), value.cpu()  # sampled here: the same on any device
                 logp = torch.log_softmax(masked_logits(logits, self.masks), -1)
                 action = sample(logp, self.generator)
                 actions[t], values[t] = action, value
@@ -96,7 +98,7 @@ class Collector:
                 self.obs = torch.as_tensor(step.observations)
                 self.masks = torch.as_tensor(step.action_masks)
                 self.episode_returns += [r for r in step.episode_returns if r is not None]
-            next_value = model(self.obs)[1]
+            next_value = model(self.obs.to(device))[1].cpu()
         advantages = gae(rewards, values, dones, next_value, gamma, lam)
         return Rollout(
             obs=obs,

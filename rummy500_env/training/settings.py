@@ -379,19 +379,29 @@ def command_line(cls: type[A], argv: list[str], description: str | None) -> tupl
     return args, resume is not None
 
 
-def int_fields(cls: type[TrainArgs]) -> dict[str, bool]:
-    """The fields of `cls` that hold ints (``int``, ``int | None``, ``tuple[int, ...]``), each
-    with whether it takes several values on the command line."""
-    found: dict[str, bool] = {}
+def int_fields(cls: type[TrainArgs]) -> dict[str, tuple[bool, bool]]:
+    """The fields of `cls` that hold ints (``int``, ``int | None``, ``int | str``,
+    ``tuple[int, ...]``), each with whether it takes several values on the command line and
+    whether it takes a word too (``collect_workers auto``)."""
+    found: dict[str, tuple[bool, bool]] = {}
     for name, hint in typing.get_type_hints(cls).items():
         arms = typing.get_args(hint)
         if hint is int or (
             typing.get_origin(hint) in (typing.Union, types.UnionType) and int in arms
         ):
-            found[name] = False
+            found[name] = (False, str in arms)
         elif typing.get_origin(hint) is tuple and arms[:1] == (int,):
-            found[name] = True
+            found[name] = (True, False)
     return found
+
+
+def reads_as_int(text: str) -> bool:
+    """Whether Python's ``int`` (tyro's reader) takes `text`."""
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
 
 
 def check_int_flags(cls: type[TrainArgs], argv: list[str]) -> None:
@@ -408,10 +418,11 @@ def check_int_flags(cls: type[TrainArgs], argv: list[str]) -> None:
             texts = [value]
         else:
             following = list(itertools.takewhile(lambda a: not a.startswith("--"), argv[i + 1 :]))
-            texts = following if ints[name] else following[:1]
+            texts = following if ints[name][0] else following[:1]
         for text in texts:
-            if text != "None":  # tyro's word for an optional field's None
-                read_int(text, flag, error=ConfigError)
+            if text == "None" or (ints[name][1] and not reads_as_int(text)):
+                continue  # tyro's word for an optional field's None, or a word (auto)
+            read_int(text, flag, error=ConfigError)
 
 
 NETWORK_FLAGS = "--network, --channels, --blocks, --hidden, --net-arch or --activation"
