@@ -17,7 +17,6 @@ import torch
 
 from rummy500_env.rl.selfplay import SelfPlayGames
 from rummy500_env.training import parallel
-from rummy500_env.training.model import ppo_loss
 from rummy500_env.training.parallel import SEED_STRIDE, CollectionError, shares
 from rummy500_env.training.ppo import Trainer, args_from_dict, parse_args
 from rummy500_env.training.rollouts import Collector, opponent_pool
@@ -225,40 +224,3 @@ def test_overlapped_workers_yield_their_cores_to_the_learner(tmp_path, overlap):
     finally:
         t.close()
     assert theirs == {min(19, mine + parallel.OVERLAP_NICENESS) if overlap else mine}
-
-
-def minibatch(rows: int = 6, actions: int = 5, seed: int = 0) -> dict[str, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    masks = torch.rand((rows, actions), generator=g) > 0.3
-    masks[:, 0] = True
-    return {
-        "masks": masks,
-        "actions": torch.zeros(rows, dtype=torch.long),
-        "logprobs": -torch.rand(rows, generator=g) - 0.5,
-        "advantages": torch.randn(rows, generator=g),
-        "returns": torch.randn(rows, generator=g),
-    }
-
-
-def test_proximal_log_probabilities_equal_to_the_sampling_ones_change_nothing():
-    mb = minibatch()
-    logits, values = torch.randn(6, 5), torch.randn(6)
-    plain = ppo_loss(logits, values, mb, 0.2, 0.5, 0.01)
-    decoupled = ppo_loss(logits, values, mb | {"proximal_logprobs": mb["logprobs"]}, 0.2, 0.5, 0.01)
-    for name in ("loss", "policy", "ratio"):
-        assert torch.allclose(plain[name], decoupled[name]), name
-
-
-def test_the_clip_is_centred_on_the_proximal_policy_and_rows_weighted_by_its_ratio():
-    """Decoupled PPO: ratio = pi / pi_proximal, each row weighted by pi_proximal / pi_sampling."""
-    mb = minibatch()
-    logits, values = torch.randn(6, 5), torch.randn(6)
-    logp = torch.log_softmax(logits.masked_fill(~mb["masks"], -1e9), -1)[:, 0]
-    proximal = logp + 0.5  # the current policy: far from this update's clip window
-    out = ppo_loss(logits, values, mb | {"proximal_logprobs": proximal}, 0.2, 0.5, 0.0)
-    assert torch.allclose(out["ratio"], (logp - proximal).exp())
-    adv = (mb["advantages"] - mb["advantages"].mean()) / (mb["advantages"].std() + 1e-8)
-    adv = adv * (proximal - mb["logprobs"]).exp()
-    ratio = (logp - proximal).exp()
-    expected = -torch.min(ratio * adv, ratio.clamp(0.8, 1.2) * adv).mean()
-    assert torch.allclose(out["policy"], expected)

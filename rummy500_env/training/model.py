@@ -113,24 +113,14 @@ def ppo_loss(
     `logits` are the network's (unmasked), `values` its values; `mb` holds ``masks`` (bool),
     ``actions``, ``logprobs`` (at sampling), ``advantages`` (GAE, standardised here per
     minibatch) and ``returns``. The value loss is half the squared error, unclipped.
-
-    Data sampled by older weights than the update starts from (`training.parallel`'s
-    overlap) adds ``proximal_logprobs``, the actions' log-probabilities under the weights the
-    update starts from: the clip is then centred on them, and each row is weighted by their
-    ratio to the sampling ones (decoupled PPO, Hilton et al. 2022, "Batch size-invariance for
-    policy optimization"), so the update moves as far from the current policy as one on fresh
-    data would, however old the data.
     """
     logp_all = torch.log_softmax(masked_logits(logits, mb["masks"]), -1)
     logp = logp_all.gather(1, mb["actions"][:, None]).squeeze(1)
     entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
-    proximal = mb.get("proximal_logprobs")
-    log_ratio = logp - (mb["logprobs"] if proximal is None else proximal)
+    log_ratio = logp - mb["logprobs"]
     ratio = log_ratio.exp()
     adv = mb["advantages"]
     adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-    if proximal is not None:
-        adv = adv * (proximal - mb["logprobs"]).exp()
     clipped = torch.clamp(ratio, 1 - clip_range, 1 + clip_range)
     policy_loss = -torch.min(ratio * adv, clipped * adv).mean()
     value_loss = 0.5 * ((values - mb["returns"]) ** 2).mean()

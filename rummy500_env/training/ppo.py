@@ -281,19 +281,6 @@ def behaviour_clone(
 # --- the PPO update
 
 
-def logprobs_of(model: ActorCritic, flat: dict[str, torch.Tensor], chunk: int) -> torch.Tensor:
-    """The log-probabilities the model gives the rollout's actions now (in chunks of `chunk`
-    rows, without gradients)."""
-    out = []
-    with torch.no_grad():
-        for start in range(0, len(flat["actions"]), chunk):
-            rows = slice(start, start + chunk)
-            logits = masked_logits(model(flat["obs"][rows])[0], flat["masks"][rows])
-            logp = torch.log_softmax(logits, -1)
-            out.append(logp.gather(1, flat["actions"][rows, None]).squeeze(1))
-    return torch.cat(out)
-
-
 def ppo_update(
     model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Rollout, args: Args, seed: int
 ) -> dict[str, float]:
@@ -306,8 +293,6 @@ def ppo_update(
         for k in ("obs", "masks", "actions", "logprobs", "advantages", "returns")
     }
     size = flat["actions"].shape[0]
-    if args.overlap:  # sampled by the weights before the last update (`ppo_loss`)
-        flat["proximal_logprobs"] = logprobs_of(model, flat, args.minibatch_size)
     gen = np.random.default_rng(seed)
     names = ("policy", "value", "entropy", "kl", "clip", "grad_norm")
     stats: dict[str, list[float]] = {k: [] for k in names}
@@ -317,7 +302,9 @@ def ppo_update(
         for start in range(0, size, args.minibatch_size):
             idx = order[start : start + args.minibatch_size]
             logits, values = model(flat["obs"][idx])
-            mb = {k: v[idx] for k, v in flat.items() if k != "obs"}
+            mb = {
+                k: flat[k][idx] for k in ("masks", "actions", "logprobs", "advantages", "returns")
+            }
             out = ppo_loss(logits, values, mb, args.clip_range, args.vf_coef, args.ent_coef)
             optimizer.zero_grad()
             torch.autograd.backward(out["loss"])
