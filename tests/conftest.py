@@ -67,6 +67,7 @@ EXTRAS = {
     "torchrl": "frameworks",
     "tianshou": "frameworks",
     "textarena": "text",
+    "jax": "jax",
 }
 """The extra that installs each optional module, named in a skip that says only "could not
 import" (pyproject.toml's [project.optional-dependencies])."""

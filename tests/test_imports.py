@@ -46,6 +46,7 @@ PACKAGE_LAYERS = {
     "bench": 6,
     "__main__": 6,
     "play": 6,  # the browser play page: nothing below imports it
+    "jax": 3,  # the JAX engine (the jax extra): imports engine and rl; nothing below imports it
 }
 """The package's layers: a module imports only from its own layer or lower ones."""
 PACKAGE = Path(__file__).resolve().parents[1] / "rummy500_env"
