@@ -404,7 +404,7 @@ def _add_points(points: list[int], m: Meld, values: list[int], sign: int) -> Non
 def _float_view(a: FloatArray) -> Any:
     """A memoryview of `a`, for writing single values. Typed Any: typeshed's memoryview
     takes only ints."""
-    return memoryview(a)  # type: ignore[arg-type]  # typeshed: a buffer of ints only
+    return memoryview(a)  # type: ignore[arg-type, unused-ignore]  # typeshed: ints only
 
 
 class _Last:

@@ -41,8 +41,8 @@ SEED_STRIDE = 1_000_003
 OVERLAP_NICENESS = 19
 """How much lower the workers' priority is with overlap: the learner's update keeps the cores
 it uses, and the workers collect in the cycles it leaves idle, at full speed once it waits
-for them. At equal priority two workers beside a two-thread update ran 0.74× the steps/s of
-no overlap on two cores, at this niceness as fast (docs/speed.md)."""
+for them. At equal priority, two workers beside a two-thread update on two cores were far
+slower than no overlap; at this niceness, level with it (docs/speed.md)."""
 
 Buffers = dict[str, torch.Tensor]
 """One worker's rollout in shared memory: a tensor per `Rollout` field."""
@@ -102,7 +102,8 @@ class ParallelCollector:
     rollout while the caller updates on this one: each rollout after the first is collected
     by the weights from before the latest update, one version old. PPO's ratio is taken
     against the log-probabilities the rollout was sampled with, so its clip bounds the
-    update's step from the policy that acted (docs/training.md measures what the lag costs).
+    update's step from the policy that acted; at the default budget the lag still costs
+    learning (docs/experiments.md, 2026-12-04), which is why overlap is off by default.
     New snapshots reach the workers with the next request, one rollout later than without
     overlap.
     """
