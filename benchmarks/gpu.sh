@@ -18,6 +18,7 @@
 #   3. end-to-end learner steps/s with 15 workers, overlap off and on, and the network's
 #      inference per decision in a worker's CPU thread against one batched server on the GPU
 #      (what decides where inference belongs);
+#   3b. the JAX engine's random-play steps/s at batch 1,024 to 262,144 (benchmarks/jax_engine.py);
 #   4. a 5-minute `training.ppo` run from scratch at the faster setting of 3 (its steps sized
 #      from that rate), and its policy's win rate against ExpertAgent in 200 games.
 # The policy file is OUT/policy.pt; each step's output is OUT/*.log or OUT/*.json (the JSON
@@ -54,10 +55,12 @@ phase() { echo "== $(( $(date +%s) - START )) s: $*" | tee -a "$OUT/phases.log";
 if [ "$QUICK" = 1 ]; then  # the same steps at toy sizes: the script's own test
   WORKERS=(1 2); MOST=2; GAMES=8; STEPS=1024; TRAIN_S=20; EVAL_GAMES=4; PY=${PYTHON:-python}
   SIZES=(n_games=$GAMES minibatch_size=256); FLAGS=(--n-games $GAMES --minibatch-size 256)
+  JAX_BATCHES=(1 64)
 else
   WORKERS=(1 4 8 15); MOST=15; GAMES=240; STEPS=15360; TRAIN_S=300; EVAL_GAMES=200
   PY=${PYTHON:-python3}
   SIZES=(n_games=$GAMES); FLAGS=(--n-games $GAMES)
+  JAX_BATCHES=(1024 16384 65536 262144)
 fi
 
 phase "install"
@@ -132,6 +135,10 @@ print(json.dumps({
 }))
 EOF
 
+phase "the JAX engine: random-play steps/s by batch"
+"$PY" benchmarks/jax_engine.py --batch "${JAX_BATCHES[@]}" --rounds 1 --seconds 1 --json \
+  | tail -n 1 >"$OUT/jax.json"
+
 read -r RATE OVERLAP < <("$PY" -c "
 import json; rows = json.load(open('$OUT/learner.json'))
 best = max(rows, key=lambda r: r['learner_median'])
@@ -170,6 +177,14 @@ for r in load("learner.json"):
 inference = load("inference.json")
 rows.append(("inference, decisions/s", "a worker's share, its CPU thread", inference["worker_cpu"]))
 rows.append(("inference, decisions/s", f"all games, on {inference['server_device']}", inference["server"]))
+jax = load("jax.json")
+for name, rate in jax["medians"].items():
+    if name.startswith("jax_batch_"):
+        batch = int(name.rsplit("_", 1)[1])
+        compile_s = jax["compile_s"][str(batch)]
+        setting = f"batch {batch:,}, {jax['backend']} (compiled in {compile_s:.0f} s)"
+        rows.append(("JAX engine, random-play steps/s", setting, rate))
+rows.append(("raw_env steps/s (one CPU core)", "the same run", jax["medians"]["raw_env_steps"]))
 pair = next(p for p in load("evaluate/results.json")["pairs"] if p["b"] == "expert")
 lo, hi = pair["win_rate_a_ci95"]
 wall = load("run/state.json")["wall_s"]

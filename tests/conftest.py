@@ -133,12 +133,20 @@ def _jobs_of(item: pytest.Item) -> list[Any]:
     return [jobs[n] for n in names if n in jobs and jobs[n].module == module]
 
 
+def _uses_jax(item: pytest.Item) -> bool:
+    """The JAX engine's tests and doctests: once JAX has run, its threads make any later
+    ``os.fork`` of this process unsafe (a vector env's or Ray's workers)."""
+    return item.nodeid.startswith(("rummy500_env/jax/", "tests/test_jax_"))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests that wait on a background job run last, in their order: the job has the
-    rest of the run to finish on the other core."""
+    """The JAX tests run after every test that forks, and the tests that wait on a
+    background job run last, in their order: the job has the rest of the run to finish on the
+    other core (its subprocesses are started without ``os.fork``'s hooks)."""
     waiting = [item for item in items if _jobs_of(item)]
-    if waiting:
-        items[:] = [item for item in items if not _jobs_of(item)] + waiting
+    jax_items = [item for item in items if _uses_jax(item) and not _jobs_of(item)]
+    rest = [item for item in items if not _uses_jax(item) and not _jobs_of(item)]
+    items[:] = rest + jax_items + waiting
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
