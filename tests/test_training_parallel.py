@@ -224,3 +224,12 @@ def test_overlapped_workers_yield_their_cores_to_the_learner(tmp_path, overlap):
     finally:
         t.close()
     assert theirs == {min(19, mine + parallel.OVERLAP_NICENESS) if overlap else mine}
+
+
+@pytest.mark.parametrize(("cores", "warned"), [(2, True), (16, False)])
+def test_overlap_on_a_cpu_whose_cores_the_update_takes_says_it_cannot_help(
+    tmp_path, monkeypatch, capsys, cores, warned
+):
+    monkeypatch.setattr("rummy500_env.training.ppo.usable_cores", lambda: cores)
+    trainer(tmp_path, overlap=True, collect_workers=1, threads=2, device="cpu").close()
+    assert ("overlap cannot hide collection here" in capsys.readouterr().err) is warned

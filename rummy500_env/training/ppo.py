@@ -54,6 +54,7 @@ from rummy500_env.training.parallel import (
     ParallelCollector,
     collection_processes,
     shares,
+    usable_cores,
 )
 from rummy500_env.training.rollouts import Collector, Rollout, new_collector
 from rummy500_env.training.run import (
@@ -398,6 +399,14 @@ class Trainer:
         snapshots = self.snapshot_files()
         games_seed = args.seed * 7919 + self.state["updates"]  # fresh deals after a resume
         sampling_seed = args.seed + self.state["updates"]
+        if args.overlap and self.device.type == "cpu" and args.threads >= usable_cores():
+            print(
+                f"warning: --overlap with the update on the CPU, its {args.threads} threads on "
+                f"every usable core ({usable_cores()}): the workers collect only while it "
+                "waits, so overlap cannot hide collection here; it pays where the update runs "
+                "on a GPU or leaves cores free (docs/training.md, 'On a GPU')",
+                file=sys.stderr,
+            )
         processes = collection_processes(args.collect_workers, args.n_games)
         parts = shares(args.n_games, processes)
         seeds = (games_seed, sampling_seed, snapshots)
