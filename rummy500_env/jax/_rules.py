@@ -440,13 +440,19 @@ def deal(shape: Shape, x: GameState, key: Array) -> GameState:
     """`Game._deal`: shuffle with `key` and deal a hand, one card at a time from the dealer's
     left; the next card starts the pile, the rest is the stock. The table, the known cards and
     the turn counters start afresh; the dealer, totals, hand count and seed are `x`'s."""
+    return x.replace(**fresh_hand(shape, x.dealer, key))
+
+
+def fresh_hand(shape: Shape, dealer: Array, key: Array) -> dict[str, Array]:
+    """The fields a deal sets (`deal`): the hands dealt by `dealer`, the pile's first card,
+    the stock, an empty table and no known cards."""
     n, size = shape
     deck = shuffled_deck(key)
     dealt = n * size
-    who = (x.dealer + 1 + jnp.arange(dealt)) % n
+    who = (dealer + 1 + jnp.arange(dealt)) % n
     hands = jnp.zeros((n, NUM_CARDS), bool).at[who, deck[:dealt]].set(True)
-    return x.replace(
-        turn=(x.dealer + 1) % n,
+    return dict(
+        turn=(dealer + 1) % n,
         phase=jnp.int32(DRAW),
         hands=hands,
         known=jnp.zeros((n, NUM_CARDS), bool),
@@ -484,33 +490,15 @@ def shuffled_deck(key: Array) -> Array:
 def new_game(shape: Shape, key: Array) -> GameState:
     """`Game.new`: the first hand dealt, the last player dealing (so player 0 leads)."""
     n = shape.players
-    blank = GameState(
-        dealer=jnp.int32(n - 1),
-        turn=jnp.int32(0),
-        phase=jnp.int32(DRAW),
-        hands=jnp.zeros((n, NUM_CARDS), bool),
-        known=jnp.zeros((n, NUM_CARDS), bool),
-        stock=jnp.zeros(NUM_CARDS, jnp.int32),
-        stock_size=jnp.int32(0),
-        pile=jnp.zeros(NUM_CARDS, jnp.int32),
-        pile_size=jnp.int32(0),
-        meld_of=jnp.zeros(NUM_CARDS, jnp.int32),
-        owner=jnp.zeros(NUM_CARDS, jnp.int32),
-        slot=jnp.zeros(NUM_CARDS, jnp.int32),
-        meld_count=jnp.int32(0),
-        meld_run=jnp.zeros(MAX_MELDS, bool),
-        meld_suit=jnp.zeros(MAX_MELDS, jnp.int32),
-        meld_lo=jnp.zeros(MAX_MELDS, jnp.int32),
-        meld_hi=jnp.zeros(MAX_MELDS, jnp.int32),
+    dealer = jnp.int32(n - 1)
+    return GameState(
+        dealer=dealer,
         totals=jnp.zeros(n, jnp.int32),
         scores=jnp.zeros(n, jnp.int32),
-        taken_top=jnp.int32(NONE),
-        must_play=jnp.int32(NONE),
-        turns=jnp.int32(0),
         hands_played=jnp.int32(0),
         seed=jnp.zeros(2, jnp.uint32),
+        **fresh_hand(shape, dealer, key),
     )
-    return deal(shape, blank, key)
 
 
 # --- exact quotients -----------------------------------------------------------------------------
