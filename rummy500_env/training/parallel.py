@@ -126,7 +126,8 @@ class ParallelCollector:
         self.buffers: list[Buffers] = []
         self.pending = False
         """With overlap: the workers are collecting a rollout not yet handed back."""
-        self.returns: list[float] = []
+        self._returns: list[float] = []
+        """With overlap (no collector here): the finished episodes the workers report."""
         ctx = multiprocessing.get_context("spawn")
         self.workers: list[tuple[multiprocessing.process.BaseProcess, Connection]] = []
         first = 1 if local is not None else 0  # seeds: this process's games are part 0
@@ -146,19 +147,8 @@ class ParallelCollector:
             self.workers.append((process, mine))
 
     @property
-    def overlap(self) -> bool:
-        return self.local is None
-
-    @property
     def episode_returns(self) -> list[float]:
-        return self.local.episode_returns if self.local is not None else self.returns
-
-    @episode_returns.setter
-    def episode_returns(self, value: list[float]) -> None:
-        if self.local is not None:
-            self.local.episode_returns = value
-        else:
-            self.returns = value
+        return self.local.episode_returns if self.local is not None else self._returns
 
     def set_opponents(self, args: LearnerSettings, snapshots: list[str]) -> None:
         """Draw the next deals' opponents from the pool with these snapshots, everywhere."""
@@ -212,7 +202,7 @@ class ParallelCollector:
             if status != "ok":
                 raise CollectionError(f"collection worker {process.name} failed:\n{payload}")
             parts.append(Rollout(**buffers))
-            self.episode_returns += payload
+            self.episode_returns.extend(payload)
         self.pending = False
         return parts
 
