@@ -184,7 +184,10 @@ def venv_with_the_wheel(name: str, extras: str) -> tuple[Path, str] | None:
         return None
     (wheel,) = out.glob("rummy500_env-*.whl")
     env_dir = background.temp_dir(name) / "venv"
-    venv.create(env_dir, with_pip=True)
+    # Symlinks, as `python -m venv` makes them on Linux: a copied interpreter is written by
+    # this process, and a fork from another thread in that moment holds it open for writing,
+    # so running it fails with ETXTBSY (the ensurepip error seen once in CI).
+    venv.create(env_dir, with_pip=True, symlinks=True)
     python = str(env_dir / "bin" / "python")
     pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     torch = [TORCH] if extras else []
