@@ -4,8 +4,8 @@
 loaded, the module behind ``engine/game.py`` is its extension, which pytest refuses as a file
 mismatch, and whose functions doctest could not read anyway. So a compiled run leaves those
 files to the pure run that `tests/test_compiled.py` starts, which runs their doctests on the
-``.py`` sources. Without the jax extra, the JAX engine's package is not collected (its import
-says which extra to install).
+``.py`` sources. Without the jax extra, the JAX engine's package and the trainer on it are not
+collected (their imports say which extra to install).
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ import pytest
 import rummy500_env
 from rummy500_env import _build
 
-JAX_PACKAGE = Path(__file__).resolve().parent / "rummy500_env" / "jax"
-"""The JAX engine (the jax extra): its doctests are read only where JAX is installed."""
+PACKAGE = Path(__file__).resolve().parent / "rummy500_env"
+NEEDS_JAX = (PACKAGE / "jax", PACKAGE / "training" / "jax_ppo.py")
+"""The JAX engine and its trainer (the jax extra): read only where JAX is installed."""
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     if rummy500_env.COMPILED and collection_path in _build.compiled_sources().values():
         return True
-    if collection_path == JAX_PACKAGE and importlib.util.find_spec("jax") is None:
+    if collection_path in NEEDS_JAX and importlib.util.find_spec("jax") is None:
         return True
     return None

@@ -19,6 +19,7 @@
 #      inference per decision in a worker's CPU thread against one batched server on the GPU
 #      (what decides where inference belongs);
 #   3b. the JAX engine's random-play steps/s at batch 1,024 to 262,144 (benchmarks/jax_engine.py);
+#   3c. `training.jax_ppo`'s learner steps/s, rollout and update on the GPU (2,048 games);
 #   4. a 5-minute `training.ppo` run from scratch at the faster setting of 3 (its steps sized
 #      from that rate), and its policy's win rate against ExpertAgent in 200 games.
 # The policy file is OUT/policy.pt; each step's output is OUT/*.log or OUT/*.json (the JSON
@@ -55,12 +56,13 @@ phase() { echo "== $(( $(date +%s) - START )) s: $*" | tee -a "$OUT/phases.log";
 if [ "$QUICK" = 1 ]; then  # the same steps at toy sizes: the script's own test
   WORKERS=(1 2); MOST=2; GAMES=8; STEPS=1024; TRAIN_S=20; EVAL_GAMES=4; PY=${PYTHON:-python}
   SIZES=(n_games=$GAMES minibatch_size=256); FLAGS=(--n-games $GAMES --minibatch-size 256)
-  JAX_BATCHES=(1 64)
+  JAX_BATCHES=(1 64); JAX_PPO=(n_games=12 n_steps=12 minibatch_size=32); JAX_PPO_STEPS=300
 else
   WORKERS=(1 4 8 15); MOST=15; GAMES=240; STEPS=15360; TRAIN_S=300; EVAL_GAMES=200
   PY=${PYTHON:-python3}
   SIZES=(n_games=$GAMES); FLAGS=(--n-games $GAMES)
   JAX_BATCHES=(1024 16384 65536 262144)
+  JAX_PPO=(n_games=2048 minibatch_size=8192); JAX_PPO_STEPS=1000000
 fi
 
 phase "install"
@@ -139,6 +141,10 @@ phase "the JAX engine: random-play steps/s by batch"
 "$PY" benchmarks/jax_engine.py --batch "${JAX_BATCHES[@]}" --rounds 1 --seconds 1 --json \
   | tail -n 1 >"$OUT/jax.json"
 
+phase "3c. training.jax_ppo: learner steps/s on the device"
+"$PY" benchmarks/train_throughput.py --config jax_ppo --steps $JAX_PPO_STEPS \
+  --set "${JAX_PPO[@]}" --json | tail -n 1 >"$OUT/jax_ppo.json"
+
 read -r RATE OVERLAP < <("$PY" -c "
 import json; rows = json.load(open('$OUT/learner.json'))
 best = max(rows, key=lambda r: r['learner_median'])
@@ -156,7 +162,7 @@ phase "its policy against ExpertAgent, $EVAL_GAMES games"
   --workers $MOST --out "$OUT/evaluate" >"$OUT/evaluate.log" 2>&1
 
 phase "the table"
-BUILD=$BUILD TOTAL=$TOTAL "$PY" - "$OUT" <<'EOF' | tee "$OUT/gpu.md"
+BUILD=$BUILD TOTAL=$TOTAL JAX_PPO="${JAX_PPO[*]}" "$PY" - "$OUT" <<'EOF' | tee "$OUT/gpu.md"
 import json, os, sys
 
 out = sys.argv[1]
@@ -185,6 +191,9 @@ for name, rate in jax["medians"].items():
         setting = f"batch {batch:,}, {jax['backend']} (compiled in {compile_s:.0f} s)"
         rows.append(("JAX engine, random-play steps/s", setting, rate))
 rows.append(("raw_env steps/s (one CPU core)", "the same run", jax["medians"]["raw_env_steps"]))
+rows.append(
+    ("`training.jax_ppo` learner steps/s", f"{os.environ['JAX_PPO'].split()[0]}, {jax['backend']}", load("jax_ppo.json")["jax_ppo"])
+)
 pair = next(p for p in load("evaluate/results.json")["pairs"] if p["b"] == "expert")
 lo, hi = pair["win_rate_a_ci95"]
 wall = load("run/state.json")["wall_s"]

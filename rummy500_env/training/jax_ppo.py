@@ -1,0 +1,789 @@
+"""``python -m training.jax_ppo``: PPO that lives on the JAX device, in the PureJaxRL style.
+
+One jitted call per update plays a rollout of many games (`lax.scan` over the env's steps, the
+games `vmap`ped) and trains on it (`lax.scan` over epochs and minibatches): the game
+(`rummy500_env.jax`), the card network (`rummy500_env.jax.network`, the same weights as the
+torch `CardPolicy`), its opponents (a frozen snapshot of itself, and the JAX ports of
+`random` and `greedy`, `rummy500_env.jax.bots`), GAE and Adam never leave the device. Python
+only runs between updates: snapshots, checkpoints, evaluations, logs. The run folder, the
+exported policy file and the final evaluation are `training.ppo`'s (`training.run`), so
+`PolicyAgent.load`, ``training.evaluate``, the ladder and the play page take its policies
+unchanged.
+
+    python -m training.jax_ppo                          # the packaged config "jax_ppo"
+    python -m training.jax_ppo --total-timesteps 2000000 --n-games 256
+    python -m training.jax_ppo --resume runs/jax_ppo_standard_hand_s0
+
+How it differs from `training.ppo`:
+
+- Every game takes one step per scan step, whoever is to act: the learner samples from its
+  policy, the other seats from their opponent. The learner's decisions are the steps where its
+  seat acted (about 1 in `players`); the others' rewards to the learner (a hand the opponent
+  ends) are added to the learner's decision before them (`advantages`). A rollout therefore
+  holds a varying count of learner decisions; the timesteps count those, as
+  `training.ppo`'s do.
+- Games are split into fixed blocks by opponent (`opponent_blocks`: the pool's weights over
+  `n_games`), so each opponent is computed on its own games only. The "self" block plays one
+  snapshot per rollout, drawn from the pool.
+- A resumed run continues exactly: a checkpoint holds the games in play too, and every random
+  key is derived from the seed and the update count.
+- The opponents are JAX players only (``self``, ``random``, ``greedy``); the evaluation plays
+  the package's bots (ExpertAgent included) through `training.run`.
+
+The rules are those the JAX engine plays (`rummy500_env.jax.SUPPORTED`): one deck, 2 to 4
+players, no jokers or calls; `training.ppo` trains the rest.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from rummy500_env.agents.networks import build_network
+from rummy500_env.agents.policy import PolicyAgent
+from rummy500_env.agents.policy_file import current_encoding, non_finite_weights
+from rummy500_env.engine.errors import RulesError
+from rummy500_env.training.run import (
+    Every,
+    RunFolder,
+    check_before_work,
+    export_policy,
+    stop_if_diverged,
+    trainer_main,
+)
+from rummy500_env.training.settings import (
+    ConfigError,
+    SelfPlayArgs,
+    args_of,
+    command_line,
+    require,
+    require_positive_ints,
+)
+
+try:
+    import jax
+    import jax.numpy as jnp
+except ImportError as e:  # pragma: no cover - tested with jax hidden
+    raise ImportError(
+        'training.jax_ppo needs JAX, which is not installed: pip install "rummy500_env[jax,train]"'
+    ) from e
+
+from rummy500_env.jax import bots
+from rummy500_env.jax._rules import Shape
+from rummy500_env.jax._state import Params as RuleParams
+from rummy500_env.jax.env import Core, init_core, make, observe_core, step_core
+from rummy500_env.jax.network import CardNetwork, Params, masked_logits, params_from_arrays
+
+Array = jax.Array
+JAX_OPPONENTS = ("self", "greedy", "random")
+"""The pool's names this trainer plays inside its jitted rollout (in this block order)."""
+ADAM_BETAS = (0.9, 0.999)
+ADAM_EPS = 1e-5
+"""Adam's settings: torch's betas, and the eps of `training.ppo` (`training.model.ADAM_EPS`)."""
+
+
+@dataclass
+class Args(SelfPlayArgs):
+    """PPO on the JAX engine, collection and update in one jitted call."""
+
+    TRAINER = "jax_ppo"
+
+    opponents: dict[str, float] = field(
+        default_factory=lambda: {"random": 0.1, "greedy": 0.6, "self": 0.3}
+    )
+    """Sampling weights of the pool: "self" (the frozen snapshots), "random" and "greedy" (their
+    JAX ports); the games are split between them in these proportions."""
+    n_games: int = 128
+    """Games played side by side (vmapped)."""
+    n_steps: int = 64
+    """Env steps per game per rollout (every seat's: the learner's decisions are about
+    n_games * n_steps / players of them)."""
+    minibatch_size: int = 1024
+    """Learner decisions per gradient step."""
+    n_epochs: int = 3
+    """Passes over each rollout."""
+    learning_rate: float = 3e-4
+    """Adam step size."""
+    anneal_lr: bool = False
+    """Lower the step size linearly to 0 at total_timesteps."""
+    gamma: float = 0.995
+    """Discount factor (per learner decision)."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    clip_range: float = 0.2
+    """PPO clip range."""
+    ent_coef: float = 0.01
+    """Entropy bonus."""
+    vf_coef: float = 0.5
+    """Value loss weight."""
+    max_grad_norm: float = 0.5
+    """Gradient norm clip."""
+    channels: int = 32
+    """Features per card (the card network, `rummy500_env.agents.networks`)."""
+    blocks: int = 2
+    """Residual blocks."""
+    hidden: int = 128
+    """Width of the position summary."""
+    progress: bool = True
+    """Print a progress line every 15 seconds."""
+
+    def network_spec(self) -> dict[str, Any]:
+        """The ``network`` entry of the exported policy's metadata."""
+        return {
+            "kind": "cards",
+            "channels": self.channels,
+            "blocks": self.blocks,
+            "hidden": self.hidden,
+        }
+
+    def validate(self) -> None:
+        """Raise `ConfigError` for values that cannot train, naming what is allowed."""
+        super().validate()
+        try:
+            make(self.game_rules(), self.episode)
+        except RulesError as e:
+            raise ConfigError(f"rules={self.rules!r}: {e}; training.ppo trains any rules") from None
+        unknown = sorted(set(self.opponents) - set(JAX_OPPONENTS))
+        require(
+            self,
+            not unknown,
+            "opponents",
+            f"{unknown} cannot play inside the JAX rollout: use {list(JAX_OPPONENTS)} "
+            "(training.ppo trains against any agent, expert and policy files included)",
+        )
+        require_positive_ints(self, "n_games", "n_steps", "minibatch_size", "n_epochs")
+        require_positive_ints(self, "channels", "blocks", "hidden")
+        for name in ("learning_rate", "clip_range"):
+            require(self, 0 < getattr(self, name) < 1, name, "use a number in (0, 1)")
+        for name in ("gamma", "gae_lambda"):
+            require(self, 0 < getattr(self, name) <= 1, name, "use a number in (0, 1]")
+        for name in ("ent_coef", "vf_coef"):
+            require(self, 0 <= getattr(self, name) < math.inf, name, "use a finite number >= 0")
+        require(self, 0 < self.max_grad_norm < math.inf, "max_grad_norm", "use a finite number > 0")
+        blocks = opponent_blocks(self.opponents, self.n_games)
+        require(
+            self,
+            all(
+                n > 0 or self.opponents.get(name, 0) == 0
+                for name, n in zip(JAX_OPPONENTS, blocks, strict=True)
+            ),
+            "n_games",
+            f"give every opponent with a weight at least one game: {self.opponents} over "
+            f"{self.n_games} games leaves one without",
+        )
+
+
+def opponent_blocks(weights: dict[str, float], n_games: int) -> tuple[int, int, int]:
+    """Games against each of `JAX_OPPONENTS`, in that order: `n_games` split by the weights,
+    the remainders to the largest fractions (ties: the earlier name)."""
+    total = sum(weights.get(name, 0.0) for name in JAX_OPPONENTS)
+    shares = [n_games * weights.get(name, 0.0) / total for name in JAX_OPPONENTS]
+    counts = [math.floor(s) for s in shares]
+    by_fraction = sorted(range(3), key=lambda i: (-(shares[i] - counts[i]), i))
+    for i in by_fraction[: n_games - sum(counts)]:
+        counts[i] += 1
+    return counts[0], counts[1], counts[2]
+
+
+def parse_args(argv: list[str]) -> tuple[Args, bool]:
+    """(args, resuming) from the command line (see `settings.command_line`)."""
+    return command_line(Args, argv, __doc__)
+
+
+def args_from_dict(data: dict[str, Any]) -> Args:
+    """Args from a dict, rejecting unknown fields with the list of known ones."""
+    return args_of(Args, data)
+
+
+# --- what the jitted update is made of
+
+
+class Plan(NamedTuple):
+    """The static part of the jitted update: shapes and hyperparameters (hashable)."""
+
+    network: CardNetwork
+    shape: Shape
+    n_games: int
+    n_steps: int
+    blocks: tuple[int, int, int]
+    minibatch_size: int
+    n_epochs: int
+    gamma: float
+    gae_lambda: float
+    clip_range: float
+    ent_coef: float
+    vf_coef: float
+    max_grad_norm: float
+
+
+class Games(NamedTuple):
+    """The games in play between rollouts (a leading axis of `n_games`)."""
+
+    core: Core
+    seat: Array
+    """The learner's seat in each game (drawn when its episode starts)."""
+    episode_return: Array
+    """The learner's rewards so far in each game's episode."""
+
+
+class Adam(NamedTuple):
+    step: Array
+    m: Params
+    v: Params
+
+
+class Trajectory(NamedTuple):
+    """One rollout, (n_steps, n_games) per field: every env step, the learner's where `mine`."""
+
+    obs: Array
+    mask: Array
+    action: Array
+    logp: Array
+    value: Array
+    mine: Array
+    reward: Array
+    """The learner's reward from this step."""
+    done: Array
+    """The step ended the episode (the game is dealt anew after it)."""
+    finished_return: Array
+    """The learner's return of the episode this step ended (0 elsewhere)."""
+
+
+def adam_init(params: Params) -> Adam:
+    return Adam(
+        jnp.int32(0),
+        {k: jnp.zeros_like(v) for k, v in params.items()},
+        {k: jnp.zeros_like(v) for k, v in params.items()},
+    )
+
+
+def adam_step(params: Params, opt: Adam, grads: Params, lr: Array) -> tuple[Params, Adam]:
+    """torch's Adam (the same arithmetic as `torch.optim.Adam`, eps `ADAM_EPS`)."""
+    b1, b2 = ADAM_BETAS
+    t = opt.step + 1
+    m = {k: b1 * opt.m[k] + (1 - b1) * g for k, g in grads.items()}
+    v = {k: b2 * opt.v[k] + (1 - b2) * g * g for k, g in grads.items()}
+    c1 = 1 - b1 ** t.astype(jnp.float32)
+    c2 = 1 - b2 ** t.astype(jnp.float32)
+    out = {
+        k: p - (lr / c1) * m[k] / (jnp.sqrt(v[k]) / jnp.sqrt(c2) + ADAM_EPS)
+        for k, p in params.items()
+    }
+    return out, Adam(t, m, v)
+
+
+def clip_by_norm(grads: Params, max_norm: float) -> tuple[Params, Array]:
+    """`torch.nn.utils.clip_grad_norm_`: scaled to `max_norm` when the global norm exceeds it;
+    returns the norm before clipping."""
+    norm = jnp.sqrt(sum(jnp.sum(g * g) for g in grads.values()))
+    scale = jnp.minimum(1.0, max_norm / (norm + 1e-6))
+    return {k: g * scale for k, g in grads.items()}, norm
+
+
+def _rows(flag: Array, a: Any, b: Any) -> Any:
+    """`a` where `flag` (one per game), else `b`, for every array of two batched pytrees."""
+
+    def pick(u: Array, v: Array) -> Array:
+        return jnp.where(flag.reshape(flag.shape + (1,) * (u.ndim - 1)), u, v)
+
+    return jax.tree_util.tree_map(pick, a, b)
+
+
+def _slice(tree: Any, lo: int, hi: int) -> Any:
+    return jax.tree_util.tree_map(lambda u: u[lo:hi], tree)
+
+
+def sample(key: Array, logits: Array, mask: Array) -> tuple[Array, Array]:
+    """(action, its log-probability) from the masked logits, by the Gumbel-max trick."""
+    logp_all = jax.nn.log_softmax(masked_logits(logits, mask))
+    action = jax.random.categorical(key, logp_all)
+    return action, jnp.take_along_axis(logp_all, action[:, None], 1)[:, 0]
+
+
+def new_games(plan: Plan, rules: RuleParams, key: Array) -> Games:
+    """`n_games` fresh deals, the learner's seat drawn in each."""
+    deal, seats = jax.random.split(key)
+    core = jax.vmap(init_core, (None, None, 0))(
+        plan.shape, rules, jax.random.split(deal, plan.n_games)
+    )
+    seat = jax.random.randint(seats, (plan.n_games,), 0, plan.shape.players)
+    return Games(core, seat, jnp.zeros(plan.n_games, jnp.float32))
+
+
+def collect(
+    plan: Plan, rules: RuleParams, params: Params, snapshot: Params, games: Games, key: Array
+) -> tuple[Games, Trajectory, Array]:
+    """Play `n_steps` env steps in every game: the learner's seat by `params`, the others by
+    the game's opponent (`opponent_blocks`: `snapshot`, greedy, random). Games that end are
+    dealt anew. Returns the games, the trajectory, and the learner's values of where each
+    game stands (the bootstrap)."""
+    n_self, n_greedy, _ = plan.blocks
+    n = plan.n_games
+    step_all = jax.vmap(step_core, (None, None, 0, 0, 0))
+    init_all = jax.vmap(init_core, (None, None, 0))
+    greedy_all = jax.vmap(bots.greedy_action, (None, None, 0, 0))
+    random_all = jax.vmap(bots.random_action)
+
+    def step(g: Games, key: Array) -> tuple[Games, Trajectory]:
+        k_learner, k_self, k_random, k_step, k_deal, k_seat = jax.random.split(key, 6)
+        obs, mask, x = g.core[1], g.core[5], g.core[7]
+        logits, value = plan.network.apply(params, obs)
+        action, logp = sample(k_learner, logits, mask)
+        theirs = []
+        if n_self:
+            their_logits, _ = plan.network.apply(snapshot, obs[:n_self])
+            theirs.append(sample(k_self, their_logits, mask[:n_self])[0])
+        if n_greedy:
+            lo, hi = n_self, n_self + n_greedy
+            theirs.append(greedy_all(plan.shape, rules, _slice(x, lo, hi), mask[lo:hi]))
+        if n - n_self - n_greedy:
+            keys = jax.random.split(k_random, n - n_self - n_greedy)
+            theirs.append(random_all(keys, mask[n_self + n_greedy :]))
+        mine = g.core[0] == g.seat
+        action = jnp.where(mine, action, jnp.concatenate(theirs).astype(action.dtype))
+        after = step_all(plan.shape, rules, g.core, action, jax.random.split(k_step, n))
+        reward = after[2][jnp.arange(n), g.seat]
+        done = after[3] | after[4]
+        ended = g.episode_return + reward
+        fresh = init_all(plan.shape, rules, jax.random.split(k_deal, n))
+        seat = jax.random.randint(k_seat, (n,), 0, plan.shape.players)
+        following = Games(
+            _rows(done, fresh, after),
+            jnp.where(done, seat, g.seat),
+            jnp.where(done, 0.0, ended),
+        )
+        finished = jnp.where(done, ended, 0.0)
+        return following, Trajectory(obs, mask, action, logp, value, mine, reward, done, finished)
+
+    games, trajectory = jax.lax.scan(step, games, jax.random.split(key, plan.n_steps))
+    bootstrap_obs = jax.vmap(observe_core, (None, None, 0, 0))(
+        plan.shape, rules, games.core[7], games.seat
+    )
+    _, bootstrap = plan.network.apply(params, bootstrap_obs)
+    return games, trajectory, bootstrap
+
+
+def advantages(t: Trajectory, bootstrap: Array, gamma: float, lam: float) -> tuple[Array, Array]:
+    """GAE over the learner's decisions only, skipping the other seats' steps: (advantages,
+    returns), 0 at steps that are not the learner's.
+
+    A reverse scan carries the next decision's value and advantage, and the learner's rewards
+    from the steps between (another seat ending the hand). An episode that ends there stops
+    the bootstrap, and rewards after that end belong to the next episode; those of a next
+    episode earned before the learner's first decision in it (rare) are dropped."""
+
+    Carry = tuple[Array, Array, Array, Array]
+
+    def back(carry: Carry, s: tuple[Array, Array, Array, Array]) -> tuple[Carry, Array]:
+        next_value, next_adv, later_reward, later_end = carry
+        mine, reward, done, value = s
+        end = done | later_end
+        total = reward + jnp.where(done, 0.0, later_reward)
+        delta = total + gamma * next_value * ~end - value
+        adv = delta + gamma * lam * ~end * next_adv
+        later_reward = jnp.where(done, reward, later_reward + reward)
+        following: Carry = (
+            jnp.where(mine, value, next_value),
+            jnp.where(mine, adv, next_adv),
+            jnp.where(mine, 0.0, later_reward),
+            jnp.where(mine, False, done | later_end),
+        )
+        return following, jnp.where(mine, adv, 0.0)
+
+    zero = jnp.zeros_like(bootstrap)
+    start: Carry = (bootstrap, zero, zero, jnp.zeros(bootstrap.shape, bool))
+    _, adv = jax.lax.scan(back, start, (t.mine, t.reward, t.done, t.value), reverse=True)
+    return adv, jnp.where(t.mine, adv + t.value, 0.0)
+
+
+def ppo_loss(
+    plan: Plan, params: Params, batch: dict[str, Array], weight: Array
+) -> tuple[Array, dict[str, Array]]:
+    """`training.model.ppo_loss` over the rows where `weight` (a minibatch's real rows):
+    clipped policy loss, half squared value error, entropy bonus; advantages standardised
+    over the minibatch."""
+    logits, values = plan.network.apply(params, batch["obs"])
+    logp_all = jax.nn.log_softmax(masked_logits(logits, batch["mask"]))
+    logp = jnp.take_along_axis(logp_all, batch["action"][:, None], 1)[:, 0]
+    count = weight.sum()
+
+    def mean(a: Array) -> Array:
+        return jnp.where(weight, a, 0.0).sum() / count
+
+    entropy = mean(-(jnp.exp(logp_all) * logp_all).sum(-1))
+    log_ratio = logp - batch["logp"]
+    ratio = jnp.exp(log_ratio)
+    adv = batch["adv"]
+    centred = adv - mean(adv)
+    std = jnp.sqrt(jnp.where(weight, centred**2, 0.0).sum() / jnp.maximum(count - 1, 1))
+    adv = centred / (std + 1e-8)
+    clipped = jnp.clip(ratio, 1 - plan.clip_range, 1 + plan.clip_range)
+    policy = -mean(jnp.minimum(ratio * adv, clipped * adv))
+    value = 0.5 * mean((values - batch["ret"]) ** 2)
+    loss = policy + plan.vf_coef * value - plan.ent_coef * entropy
+    stats = {
+        "policy": policy,
+        "value": value,
+        "entropy": entropy,
+        "kl": mean((ratio - 1) - log_ratio),
+        "clip": mean((jnp.abs(ratio - 1) > plan.clip_range).astype(jnp.float32)),
+    }
+    return loss, stats
+
+
+STATS = ("policy", "value", "entropy", "kl", "clip", "grad_norm")
+
+
+def learn(
+    plan: Plan,
+    params: Params,
+    opt: Adam,
+    t: Trajectory,
+    adv: Array,
+    ret: Array,
+    key: Array,
+    lr: Array,
+) -> tuple[Params, Adam, dict[str, Array]]:
+    """PPO epochs over the learner's decisions of one rollout. Each epoch puts them first in a
+    random order, then steps through minibatches; those past the decisions are skipped
+    (`lax.cond`), the last one is partial (weighted). Returns the stats of each minibatch
+    (epochs, minibatches) and ``active`` where it ran."""
+    flat = {
+        "obs": t.obs,
+        "mask": t.mask,
+        "action": t.action,
+        "logp": t.logp,
+        "adv": adv,
+        "ret": ret,
+    }
+    data = {k: v.reshape(-1, *v.shape[2:]) for k, v in flat.items()}
+    mine = t.mine.reshape(-1)
+    size, mb = mine.shape[0], plan.minibatch_size
+    n_mb = -(-size // mb)
+    count = mine.sum()
+    grad = jax.value_and_grad(lambda p, b, w: ppo_loss(plan, p, b, w), has_aux=True)
+    zeros = {k: jnp.float32(0.0) for k in (*STATS, "active")}
+
+    def epoch(carry: tuple[Params, Adam], key: Array) -> tuple[tuple[Params, Adam], Any]:
+        order = jnp.argsort(jnp.where(mine, jax.random.uniform(key, (size,)), 2.0))
+        order = jnp.concatenate([order, jnp.zeros(n_mb * mb - size, order.dtype)])
+
+        def minibatch(carry: tuple[Params, Adam], k: Array) -> tuple[tuple[Params, Adam], Any]:
+            start = k * mb
+
+            def run(carry: tuple[Params, Adam]) -> tuple[tuple[Params, Adam], Any]:
+                params, opt = carry
+                idx = jax.lax.dynamic_slice(order, (start,), (mb,))
+                weight = start + jnp.arange(mb) < count
+                batch = {name: v[idx] for name, v in data.items()}
+                (_, stats), grads = grad(params, batch, weight)
+                grads, norm = clip_by_norm(grads, plan.max_grad_norm)
+                params, opt = adam_step(params, opt, grads, lr)
+                return (params, opt), stats | {"grad_norm": norm, "active": jnp.float32(1.0)}
+
+            out: tuple[tuple[Params, Adam], Any] = jax.lax.cond(
+                start < count, run, lambda c: (c, zeros), carry
+            )
+            return out
+
+        return jax.lax.scan(minibatch, carry, jnp.arange(n_mb))
+
+    (params, opt), stats = jax.lax.scan(epoch, (params, opt), jax.random.split(key, plan.n_epochs))
+    return params, opt, stats
+
+
+class Update(NamedTuple):
+    """What one jitted update returns beside the new weights."""
+
+    games: Games
+    stats: dict[str, Array]
+    decisions: Array
+    """The learner's decisions in the rollout (its timesteps)."""
+    finished: Array
+    """Episodes that ended in the rollout."""
+    returns: Array
+    """The learner's summed returns of those episodes."""
+
+
+def _update(
+    plan: Plan,
+    rules: RuleParams,
+    params: Params,
+    opt: Adam,
+    snapshot: Params,
+    games: Games,
+    key: Array,
+    lr: Array,
+) -> tuple[Params, Adam, Update]:
+    k_collect, k_learn = jax.random.split(key)
+    games, t, bootstrap = collect(plan, rules, params, snapshot, games, k_collect)
+    adv, ret = advantages(t, bootstrap, plan.gamma, plan.gae_lambda)
+    params, opt, stats = learn(plan, params, opt, t, adv, ret, k_learn, lr)
+    update = Update(games, stats, t.mine.sum(), t.done.sum(), t.finished_return.sum())
+    return params, opt, update
+
+
+update = jax.jit(_update, static_argnums=0)
+"""One rollout and its PPO epochs (`collect`, `advantages`, `learn`), compiled once per `Plan`."""
+
+
+# --- the run
+
+
+def plan_of(args: Args) -> Plan:
+    rules = args.game_rules()
+    env = make(rules, args.episode)
+    return Plan(
+        network=CardNetwork.for_rules(rules, args.channels, args.blocks, args.hidden),
+        shape=env.shape,
+        n_games=args.n_games,
+        n_steps=args.n_steps,
+        blocks=opponent_blocks(args.opponents, args.n_games),
+        minibatch_size=args.minibatch_size,
+        n_epochs=args.n_epochs,
+        gamma=args.gamma,
+        gae_lambda=args.gae_lambda,
+        clip_range=args.clip_range,
+        ent_coef=args.ent_coef,
+        vf_coef=args.vf_coef,
+        max_grad_norm=args.max_grad_norm,
+    )
+
+
+def to_numpy(params: Params) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v) for k, v in params.items()}
+
+
+def torch_weights(params: Params) -> dict[str, torch.Tensor]:
+    """The torch state dict of `params` (the same names: `CardPolicy`'s)."""
+    return {k: torch.from_numpy(v.copy()) for k, v in to_numpy(params).items()}
+
+
+SNAPSHOTS = "snapshots"
+FIRST_DEAL = 2**32 - 1
+"""Folded into the seed's key for the first deal (the updates fold in their count, from 0)."""
+GAMES_FILE = "games.npz"
+WEIGHTS_FILE = "weights.pt"
+
+
+class Trainer:
+    """A run: the weights, Adam's moments, the games in play, the pool and the folder."""
+
+    def __init__(self, args: Args, resume: bool) -> None:
+        self.args = args
+        self.rules = args.game_rules()
+        self.env = make(self.rules, args.episode)
+        self.plan = plan_of(args)
+        torch.manual_seed(args.seed)  # the torch network's initial weights: training.ppo's
+        self.actor = build_network(self.rules, args.network_spec())
+        self.params = params_from_arrays(
+            {k: v.numpy() for k, v in self.actor.state_dict().items()}, self.plan.network
+        )
+        self.opt = adam_init(self.params)
+        self.key = jax.random.PRNGKey(args.seed)
+        self.run = RunFolder(args, resume)
+        self.state: dict[str, Any]
+        if resume:
+            self.load()
+            print(f"resumed from {self.state['checkpoint']} at {self.timesteps} timesteps")
+        else:
+            self.state = {"timesteps": 0, "updates": 0, "snapshots": [], "wall_s": 0.0}
+            self.games = new_games(
+                self.plan, self.env.params, jax.random.fold_in(self.key, FIRST_DEAL)
+            )
+        self.state["encoding"] = current_encoding(self.rules)
+        self.pool = [self.read_snapshot(name) for name in self.state["snapshots"]]
+        devices = ", ".join(str(d) for d in jax.devices())
+        print(f"device: JAX's {jax.default_backend()} backend ({devices})", flush=True)
+
+    @property
+    def timesteps(self) -> int:
+        return int(self.state["timesteps"])
+
+    def policy(self) -> torch.nn.Module:
+        """The torch `CardPolicy` holding the current weights (for exports and evaluations)."""
+        self.actor.load_state_dict(torch_weights(self.params))
+        return self.actor
+
+    def read_snapshot(self, name: str) -> Params:
+        path = self.run.path / name
+        if not path.is_file():
+            raise ConfigError(
+                f"--resume {str(self.run.path)!r}: the snapshot {name} is missing from the run "
+                f"folder; copy the run folder whole, {SNAPSHOTS}/ included"
+            )
+        agent = PolicyAgent.load(path, rules=self.rules)
+        weights = {k: v.numpy() for k, v in agent.network.state_dict().items()}
+        return params_from_arrays(weights, self.plan.network)
+
+    def snapshot(self) -> None:
+        """Freeze the learner into the pool (a policy file in ``snapshots/``)."""
+        name = f"{SNAPSHOTS}/snapshot_{self.timesteps:010d}.pt"
+        export_policy(self.policy(), self.args, self.run.path / name, self.timesteps)
+        keep = self.args.max_snapshots
+        self.state["snapshots"] = (self.state["snapshots"] + [name])[-keep:]
+        self.pool = ([*self.pool, jax.tree_util.tree_map(jnp.array, self.params)])[-keep:]
+
+    def checkpoint(self) -> None:
+        """The weights, Adam's moments and counters (``weights.pt``) and the games in play
+        (``games.npz``), in one checkpoint folder written atomically."""
+        blob = {
+            "model": torch_weights(self.params),
+            "adam_m": torch_weights(self.opt.m),
+            "adam_v": torch_weights(self.opt.v),
+            "adam_step": int(self.opt.step),
+            "state": self.state,
+            "network": self.args.network_spec(),
+        }
+        leaves = jax.tree_util.tree_leaves(self.games)
+
+        def write(folder: Path) -> None:
+            folder.mkdir()
+            torch.save(blob, folder / WEIGHTS_FILE)
+            np.savez(folder / GAMES_FILE, *[np.asarray(leaf) for leaf in leaves])
+
+        self.run.checkpoints.save(self.state, write)
+
+    def games_shape(self) -> Games:
+        """The games' arrays (shapes and types; their values are a deal never played)."""
+        return new_games(self.plan, self.env.params, jax.random.PRNGKey(0))
+
+    def load(self) -> None:
+        """Restore the newest readable checkpoint (`Checkpoints.load`)."""
+        leaves_now, structure = jax.tree_util.tree_flatten(self.games_shape())
+
+        def read(path: Path) -> dict[str, Any]:
+            blob = torch.load(path / WEIGHTS_FILE, map_location="cpu", weights_only=True)
+            bad = non_finite_weights(blob["model"])
+            if bad is not None:  # written before divergence stopped a run: skipped as damaged
+                raise ValueError(f"non-finite weights in {bad!r} (the run had diverged)")
+            if blob.get("network") != self.args.network_spec():
+                raise ConfigError(
+                    f"checkpoint {path} holds network {blob.get('network')} but the run's "
+                    f"config asks for {self.args.network_spec()}: resume with the run's own "
+                    "config.json"
+                )
+
+            def arrays(sd: dict[str, torch.Tensor]) -> Params:
+                return params_from_arrays({k: v.numpy() for k, v in sd.items()}, self.plan.network)
+
+            self.params = arrays(blob["model"])
+            self.opt = Adam(
+                jnp.int32(blob["adam_step"]), arrays(blob["adam_m"]), arrays(blob["adam_v"])
+            )
+            with np.load(path / GAMES_FILE) as saved:
+                leaves = [jnp.asarray(saved[f"arr_{i}"]) for i in range(len(leaves_now))]
+            if any(leaf.shape[:1] != (self.args.n_games,) for leaf in leaves):
+                raise ConfigError(
+                    f"checkpoint {path} holds {leaves[0].shape[0]} games but the run plays "
+                    f"{self.args.n_games}: resume with the run's own n_games"
+                )
+            for i, (leaf, want) in enumerate(zip(leaves, leaves_now, strict=True)):
+                if leaf.shape != want.shape or leaf.dtype != want.dtype:  # damaged: skipped
+                    raise ValueError(f"{GAMES_FILE} array {i} is {leaf.dtype}{leaf.shape}")
+            self.games = jax.tree_util.tree_unflatten(structure, leaves)
+            state: dict[str, Any] = blob["state"]
+            return state
+
+        self.state = self.run.checkpoints.load(read)
+
+    def opponent(self) -> Params:
+        """This rollout's snapshot for the "self" games: one of the pool, drawn with a generator
+        seeded by the update count (so a resumed run draws the same)."""
+        draw = np.random.default_rng([self.args.seed, self.state["updates"]])
+        return self.pool[int(draw.integers(len(self.pool)))]
+
+    def learn(self) -> None:
+        """Updates until `total_timesteps`, with snapshots, checkpoints and evaluations each
+        time their interval is passed."""
+        args = self.args
+        snapshot = Every(args.snapshot_every, self.timesteps)
+        checkpoint = Every(args.checkpoint_every, self.timesteps)
+        evaluation = Every(args.eval_every, self.timesteps)
+        start = last_print = since = time.time()
+        steps_since = 0
+        while self.timesteps < args.total_timesteps:
+            frac = 1.0 - self.timesteps / args.total_timesteps if args.anneal_lr else 1.0
+            key = jax.random.fold_in(self.key, self.state["updates"])
+            self.params, self.opt, out = update(
+                self.plan,
+                self.env.params,
+                self.params,
+                self.opt,
+                self.opponent(),
+                self.games,
+                key,
+                jnp.float32(frac * args.learning_rate),
+            )
+            self.games = out.games
+            decisions = int(out.decisions)
+            self.state["updates"] += 1
+            self.state["timesteps"] += decisions
+            losses = last_epoch(out.stats)
+            where = f"update {self.state['updates']} ({self.timesteps:,} timesteps)"
+            stop_if_diverged(losses, where, self.run.path)
+            steps_since += decisions
+            self.state["wall_s"] += time.time() - start
+            start = time.time()
+            finished = int(out.finished)
+            mean_return = float(out.returns) / finished if finished else float("nan")
+            self.log(losses, mean_return)
+            if args.progress and time.time() - last_print > 15:
+                rate = steps_since / (time.time() - since)
+                print(
+                    f"{self.timesteps:>10,} steps  {rate:,.0f}/s  mean return "
+                    f"{mean_return:+.3f}  entropy {losses.get('entropy', math.nan):.2f}  kl "
+                    f"{losses.get('kl', math.nan):.4f}",
+                    flush=True,
+                )
+                last_print, since, steps_since = time.time(), time.time(), 0
+            if snapshot.due(self.timesteps):
+                self.snapshot()
+            if checkpoint.due(self.timesteps):
+                self.checkpoint()
+            if self.timesteps < args.total_timesteps and evaluation.due(self.timesteps):
+                self.run.evaluate(self.policy(), self.timesteps, args.eval_games)
+
+    def log(self, losses: dict[str, float], mean_return: float) -> None:
+        writer, steps = self.run.writer, self.timesteps
+        for k, v in losses.items():
+            writer.add_scalar(f"loss/{k}", v, steps)
+        if not math.isnan(mean_return):
+            writer.add_scalar("rollout/episode_return", mean_return, steps)
+        writer.add_scalar("time/wall_s", self.state["wall_s"], steps)
+
+
+def last_epoch(stats: dict[str, Array]) -> dict[str, float]:
+    """The means over the last epoch's minibatches that ran (`training.ppo` reports those)."""
+    active = np.asarray(stats["active"][-1]) > 0
+    if not active.any():  # a rollout without a learner's decision (a tiny n_steps)
+        return {}
+    return {k: float(np.asarray(stats[k][-1])[active].mean()) for k in STATS}
+
+
+def train(args: Args, resume: bool = False) -> Path:
+    """Train (or resume) and return the path of the exported policy. Every input is checked
+    first (`check_before_work`), before any folder, weights or game."""
+    check_before_work(args, resume)
+    trainer = Trainer(args, resume)
+    trainer.run.announce()
+    if not resume:
+        trainer.snapshot()
+    trainer.learn()
+    trainer.checkpoint()
+    return trainer.run.finish(trainer.policy(), trainer.state)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return trainer_main(parse_args, train, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
