@@ -1,7 +1,7 @@
 """Every recipe in examples/ runs for a few steps, each in its own interpreter, and says
 what it checked (legal actions only, hands finished, updates made). A recipe whose framework
 is not installed is skipped, naming the extra that installs it (the test extra installs
-stable-baselines3 and PettingZoo; ``frameworks`` adds TorchRL and Tianshou, ``rllib`` adds
+stable-baselines3, PettingZoo and mctx; ``frameworks`` adds TorchRL and Tianshou, ``rllib`` adds
 Ray RLlib, ``openspiel`` OpenSpiel)."""
 
 from __future__ import annotations
@@ -27,6 +27,12 @@ RECIPES = {
     "torchrl_rollout.py": (["torchrl"], "frameworks", ["--steps", "150"], "torchrl:"),
     "tianshou_dqn.py": (["tianshou"], "frameworks", ["--steps", "200"], "tianshou:"),
     "rllib_selfplay.py": (["ray.rllib"], "rllib", ["--iterations", "1"], "rllib: exported"),
+    "mctx_alphazero.py": (
+        ["mctx"],
+        "test",
+        ["--hands", "2", "--simulations", "8", "--max-steps", "30"],
+        "mctx: Gumbel MuZero",
+    ),
     "openspiel_ismcts.py": (
         ["pyspiel"],
         "openspiel",
