@@ -62,6 +62,7 @@ from rummy500_env.training.settings import (
     ConfigError,
     SelfPlayArgs,
     args_of,
+    check_ppo,
     command_line,
     require,
     require_positive_ints,
@@ -158,14 +159,9 @@ class Args(SelfPlayArgs):
             f"{unknown} cannot play inside the JAX rollout: use {list(JAX_OPPONENTS)} "
             "(training.ppo trains against any agent, expert and policy files included)",
         )
-        require_positive_ints(self, "n_games", "n_steps", "minibatch_size", "n_epochs")
+        check_ppo(self)
+        require_positive_ints(self, "n_games", "n_steps", "minibatch_size")
         require_positive_ints(self, "channels", "blocks", "hidden")
-        for name in ("learning_rate", "clip_range"):
-            require(self, 0 < getattr(self, name) < 1, name, "use a number in (0, 1)")
-        for name in ("gamma", "gae_lambda"):
-            require(self, 0 < getattr(self, name) <= 1, name, "use a number in (0, 1]")
-        for name in ("ent_coef", "vf_coef"):
-            require(self, 0 <= getattr(self, name) < math.inf, name, "use a finite number >= 0")
         require(self, 0 < self.max_grad_norm < math.inf, "max_grad_norm", "use a finite number > 0")
         blocks = opponent_blocks(self.opponents, self.n_games)
         require(

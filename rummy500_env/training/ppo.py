@@ -72,6 +72,7 @@ from rummy500_env.training.settings import (
     ConfigError,
     SelfPlayArgs,
     args_of,
+    check_mlp,
     check_ppo,
     command_line,
     kind_of,
@@ -156,6 +157,7 @@ class Args(DeviceArgs, SelfPlayArgs):
         """Raise `ConfigError` for values that cannot train, naming what is allowed."""
         super().validate()
         check_ppo(self)
+        check_mlp(self)
         for name in ("n_games", "n_steps", "minibatch_size", "bc_epochs", "threads"):
             require_positive_ints(self, name)
         require_positive_ints(self, "channels", "blocks", "hidden")

@@ -93,6 +93,7 @@ from rummy500_env.training.settings import (
     ConfigError,
     SelfPlayArgs,
     args_of,
+    check_mlp,
     check_ppo,
     command_line,
     network_spec,
@@ -242,6 +243,7 @@ class Args(SelfPlayArgs):
         """Raise `ConfigError` for values that cannot train, naming what is allowed."""
         super().validate()
         check_ppo(self)
+        check_mlp(self)
         require_positive_ints(
             self, "num_cpus", "num_envs_per_env_runner", "train_batch_size", "batch_size"
         )

@@ -1,9 +1,10 @@
 """A trainer's settings: `TrainArgs`, the settings of a run (rules, budget, intervals,
 evaluation, folders) that each trainer's ``Args`` extends with its algorithm's (`SelfPlayArgs`
-adds the opponent pool and the snapshots of training.ppo and training.rllib), and their checks
+adds the opponent pool and the snapshots of the self-play trainers), and their checks
 (`ConfigError` names the field, its value and what is allowed; `check_ppo` for the numbers
-both PPO trainers take). `command_line` reads them: a packaged YAML config or a file
-(``--config``), a run's own ``config.json`` (``--resume RUN_DIR``), then tyro's flags; and
+the PPO trainers take, `check_mlp` for the flat network's shape). `command_line` reads them:
+a packaged YAML config or a file (``--config``), a run's own ``config.json`` (``--resume
+RUN_DIR``), then tyro's flags; and
 `check_resume` says whether a run may go on with them. The run itself (its folder,
 checkpoints, export) is `training.run`'s.
 """
@@ -184,7 +185,7 @@ def require_pool(args: Any, self_is: str) -> None:
 
 
 class PPONumbers(Protocol):
-    """The hyperparameters both PPO trainers take, under the same names."""
+    """The hyperparameters the PPO trainers take, under the same names."""
 
     learning_rate: float
     gamma: float
@@ -193,8 +194,6 @@ class PPONumbers(Protocol):
     ent_coef: float
     vf_coef: float
     n_epochs: int
-    net_arch: tuple[int, ...]
-    activation: str
 
 
 def check_ppo(args: PPONumbers) -> None:
@@ -206,6 +205,17 @@ def check_ppo(args: PPONumbers) -> None:
     for name in ("ent_coef", "vf_coef"):
         require(args, 0 <= getattr(args, name) < math.inf, name, "use a finite number >= 0")
     require_positive_ints(args, "n_epochs")
+
+
+class MLPFields(Protocol):
+    """The flat network's fields (training.ppo's and training.rllib's ``mlp``)."""
+
+    net_arch: tuple[int, ...]
+    activation: str
+
+
+def check_mlp(args: MLPFields) -> None:
+    """Raise `ConfigError` for an ``mlp`` shape that cannot be built."""
     require(
         args,
         len(args.net_arch) >= 1 and all(w >= 1 for w in args.net_arch),
