@@ -609,8 +609,8 @@ class Trainer:
         return self.actor
 
     def read_snapshot(self, name: str) -> Params:
-        path = self.run.path / name
-        if not path.is_file():
+        path = self.run.path / SNAPSHOTS / Path(name).name  # never outside the run folder
+        if Path(name).parent.name != SNAPSHOTS or not path.is_file():
             raise ConfigError(
                 f"--resume {str(self.run.path)!r}: the snapshot {name} is missing from the run "
                 f"folder; copy the run folder whole, {SNAPSHOTS}/ included"
@@ -625,7 +625,7 @@ class Trainer:
         export_policy(self.policy(), self.args, self.run.path / name, self.timesteps)
         keep = self.args.max_snapshots
         self.state["snapshots"] = (self.state["snapshots"] + [name])[-keep:]
-        self.pool = ([*self.pool, jax.tree_util.tree_map(jnp.array, self.params)])[-keep:]
+        self.pool = [*self.pool, self.params][-keep:]  # arrays are immutable: no copy
 
     def checkpoint(self) -> None:
         """The weights, Adam's moments and counters (``weights.pt``) and the games in play
