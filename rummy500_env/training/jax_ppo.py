@@ -50,11 +50,14 @@ from rummy500_env.agents.networks import build_network
 from rummy500_env.agents.policy import PolicyAgent
 from rummy500_env.agents.policy_file import current_encoding, non_finite_weights
 from rummy500_env.engine.errors import RulesError
+from rummy500_env.training.model import ADAM_EPS
 from rummy500_env.training.run import (
+    SNAPSHOTS,
     Every,
     RunFolder,
     check_before_work,
     export_policy,
+    run_snapshot,
     stop_if_diverged,
     trainer_main,
 )
@@ -86,8 +89,7 @@ Array = jax.Array
 JAX_OPPONENTS = ("self", "greedy", "random")
 """The pool's names this trainer plays inside its jitted rollout (in this block order)."""
 ADAM_BETAS = (0.9, 0.999)
-ADAM_EPS = 1e-5
-"""Adam's settings: torch's betas, and the eps of `training.ppo` (`training.model.ADAM_EPS`)."""
+"""torch's Adam betas (its eps is `training.ppo`'s, `training.model.ADAM_EPS`)."""
 
 
 @dataclass
@@ -553,16 +555,11 @@ def plan_of(args: Args) -> Plan:
     )
 
 
-def to_numpy(params: Params) -> dict[str, np.ndarray]:
-    return {k: np.asarray(v) for k, v in params.items()}
-
-
 def torch_weights(params: Params) -> dict[str, torch.Tensor]:
     """The torch state dict of `params` (the same names: `CardPolicy`'s)."""
-    return {k: torch.from_numpy(v.copy()) for k, v in to_numpy(params).items()}
+    return {k: torch.from_numpy(np.array(v)) for k, v in params.items()}
 
 
-SNAPSHOTS = "snapshots"
 FIRST_DEAL = 2**32 - 1
 """Folded into the seed's key for the first deal (the updates fold in their count, from 0)."""
 GAMES_FILE = "games.npz"
@@ -609,12 +606,7 @@ class Trainer:
         return self.actor
 
     def read_snapshot(self, name: str) -> Params:
-        path = self.run.path / SNAPSHOTS / Path(name).name  # never outside the run folder
-        if Path(name).parent.name != SNAPSHOTS or not path.is_file():
-            raise ConfigError(
-                f"--resume {str(self.run.path)!r}: the snapshot {name} is missing from the run "
-                f"folder; copy the run folder whole, {SNAPSHOTS}/ included"
-            )
+        path = self.run.path / run_snapshot(name, self.run.path)
         agent = PolicyAgent.load(path, rules=self.rules)
         weights = {k: v.numpy() for k, v in agent.network.state_dict().items()}
         return params_from_arrays(weights, self.plan.network)

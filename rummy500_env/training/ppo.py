@@ -58,11 +58,13 @@ from rummy500_env.training.parallel import (
 )
 from rummy500_env.training.rollouts import Collector, Rollout, new_collector
 from rummy500_env.training.run import (
+    SNAPSHOTS,
     Every,
     RunFolder,
     check_before_work,
     export_policy,
     load_checkpoint,
+    run_snapshot,
     save_checkpoint,
     seed_and_threads,
     stop_if_diverged,
@@ -324,37 +326,6 @@ def ppo_update(
 
 
 # --- checkpoints
-
-
-SNAPSHOTS = "snapshots"
-"""The run's folder of frozen snapshots; ``state["snapshots"]`` names each file inside the run
-folder (``snapshots/snapshot_<steps>.pt``), so a run folder can be moved or copied."""
-
-
-def run_snapshot(stored: str, run: Path) -> str:
-    """A snapshot as ``state["snapshots"]`` names it, inside the run folder, from what a
-    checkpoint holds; `ConfigError` if that is no snapshot of this run or its file is gone.
-
-    State written before snapshots were named inside the run holds the path each was written
-    at: relative to the working directory of the session that wrote it (``runs/a/snapshots/
-    snapshot_0000050000.pt``), or absolute. The trainer only ever wrote snapshots into its run
-    folder's ``snapshots/``, so such a path points under the run's old name, and its last two
-    parts are the same file in this folder: mapped here, a moved run finds its snapshots and a
-    copied one uses its own, never those of the folder it was copied from."""
-    path = Path(stored)
-    if path.parent.name != SNAPSHOTS:
-        raise ConfigError(
-            f"--resume {str(run)!r}: its checkpoint names the snapshot {stored!r}, which is not "
-            f"in a run's {SNAPSHOTS}/ folder; the checkpoint is not this trainer's"
-        )
-    path = Path(SNAPSHOTS, path.name)  # an older state's path: its place in this folder
-    if not (run / path).is_file():
-        raise ConfigError(
-            f"--resume {str(run)!r}: the snapshot {path.as_posix()} is missing from the run "
-            "folder (its last checkpoint plays against it); copy the run folder whole, "
-            f"{SNAPSHOTS}/ included"
-        )
-    return path.as_posix()
 
 
 # --- training

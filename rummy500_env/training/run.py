@@ -1,6 +1,7 @@
 """A trainer's run: the run folder (`RunFolder`): ``config.json``, ``state.json`` (the
 counters at the last checkpoint), ``checkpoints/`` (`Checkpoints`: written atomically, named by
-step count, the last K kept, a damaged newest one skipped for the one before), ``tb/``
+step count, the last K kept, a damaged newest one skipped for the one before), ``snapshots/``
+(the self-play trainers' frozen opponents, named inside the run: `run_snapshot`), ``tb/``
 (TensorBoard), ``evaluations.csv``, ``learning_curve.png`` and, at the end, ``policy.pt``;
 the exported policy (`export_policy`: the actor's state dict with the same metadata from every
 trainer, so `PolicyAgent.load` and ``training.evaluate`` take them all); evaluation during
@@ -205,6 +206,37 @@ def load_checkpoint(
         return state
 
     return Checkpoints(run, args.keep_checkpoints).load(read)
+
+
+SNAPSHOTS = "snapshots"
+"""The run's folder of frozen snapshots; ``state["snapshots"]`` names each file inside the run
+folder (``snapshots/snapshot_<steps>.pt``), so a run folder can be moved or copied."""
+
+
+def run_snapshot(stored: str, run: Path) -> str:
+    """A snapshot as ``state["snapshots"]`` names it, inside the run folder, from what a
+    checkpoint holds; `ConfigError` if that is no snapshot of this run or its file is gone.
+
+    State written before snapshots were named inside the run holds the path each was written
+    at: relative to the working directory of the session that wrote it (``runs/a/snapshots/
+    snapshot_0000050000.pt``), or absolute. The trainer only ever wrote snapshots into its run
+    folder's ``snapshots/``, so such a path points under the run's old name, and its last two
+    parts are the same file in this folder: mapped here, a moved run finds its snapshots and a
+    copied one uses its own, never those of the folder it was copied from."""
+    path = Path(stored)
+    if path.parent.name != SNAPSHOTS:
+        raise ConfigError(
+            f"--resume {str(run)!r}: its checkpoint names the snapshot {stored!r}, which is not "
+            f"in a run's {SNAPSHOTS}/ folder; the checkpoint is not this trainer's"
+        )
+    path = Path(SNAPSHOTS, path.name)  # an older state's path: its place in this folder
+    if not (run / path).is_file():
+        raise ConfigError(
+            f"--resume {str(run)!r}: the snapshot {path.as_posix()} is missing from the run "
+            "folder (its last checkpoint plays against it); copy the run folder whole, "
+            f"{SNAPSHOTS}/ included"
+        )
+    return path.as_posix()
 
 
 def check_before_work(args: TrainArgs, resume: bool) -> None:
