@@ -4,8 +4,10 @@
     python benchmarks/train_scaling.py --workers 1 4 8 15 --config ppo --repeats 1   # a big box
     python benchmarks/train_scaling.py --set device=cuda    # any config field (JSON values)
     python benchmarks/train_scaling.py --measure collection --overlap off   # one of the two
+    python benchmarks/train_scaling.py --overlap off on 16   # 16: overlap, overlap_steps 16
 
-For each config and each setting (``collect_workers`` N, ``overlap`` off and on) it reports:
+For each config and each setting (``collect_workers`` N, ``overlap`` off, on, or on with
+the lagged steps bounded to a number) it reports:
 
 - collection samples/s: learner decisions collected per second by rollouts alone, back to back,
   with no update (overlapped, the workers collect while the caller waits for them);
@@ -55,6 +57,19 @@ def collection_rate(config: str, steps: int, overrides: dict[str, Any]) -> float
     return rate
 
 
+def overlap_fields(overlap: str) -> dict[str, Any]:
+    """The config fields of an ``--overlap`` setting: off, on, or a number of lagged steps."""
+    if overlap in ("off", "on"):
+        return {"overlap": overlap == "on"}
+    return {"overlap": True, "overlap_steps": int(overlap)}
+
+
+def overlap_setting(text: str) -> str:
+    if text not in ("off", "on") and not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r}: use off, on or a number of lagged steps")
+    return text
+
+
 MEASURES = {"collection": collection_rate, "learner": measure}
 """What is measured: collection samples/s, learner steps/s."""
 
@@ -63,7 +78,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--config", nargs="+", default=["ppo", "ppo_long"])
     ap.add_argument("--workers", nargs="+", type=int_option("workers", 1), default=[1, 2])
-    ap.add_argument("--overlap", nargs="+", choices=["off", "on"], default=["off", "on"])
+    ap.add_argument("--overlap", nargs="+", type=overlap_setting, default=["off", "on"])
     ap.add_argument("--steps", type=int_option("steps", 1), default=16384)
     ap.add_argument("--repeats", type=int_option("repeats", 1), default=3)
     ap.add_argument("--measure", nargs="+", choices=MEASURES, default=list(MEASURES))
@@ -77,7 +92,7 @@ def main() -> None:
     }
     for _ in range(a.repeats):
         for config, workers, overlap in settings:
-            fields = base | {"collect_workers": workers, "overlap": overlap == "on"}
+            fields = base | {"collect_workers": workers} | overlap_fields(overlap)
             for m, figures in runs[config, workers, overlap].items():
                 figures.append(MEASURES[m](config, a.steps, fields))
     rows = [

@@ -128,10 +128,10 @@ def perturbed(model: torch.nn.Module, seed: int) -> None:
 
 @pytest.mark.slow
 def test_with_overlap_each_rollout_is_collected_by_the_weights_one_update_old(tmp_path):
-    """Overlapped, the k-th rollout handed back is what one process collects with the
-    weights given at call k - 1: the first two with the start's, the third with the
-    weights after the first update."""
-    t = trainer(tmp_path / "overlap", overlap=True, collect_workers=1)
+    """Overlapped with every step lagged (``overlap_steps`` = n_steps), the k-th rollout
+    handed back is what one process collects with the weights given at call k - 1: the
+    first two with the start's, the third with the weights after the first update."""
+    t = trainer(tmp_path / "overlap", overlap=True, overlap_steps=6, collect_workers=1)
     alone = trainer(tmp_path / "alone", collect_workers=1)  # the same games and seeds
     args = t.args
     handed, expected = [], []
@@ -160,11 +160,78 @@ def test_with_overlap_each_rollout_is_collected_by_the_weights_one_update_old(tm
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("overlap", [False, True])
-def test_a_seeded_run_trains_the_same_weights_twice_for_a_worker_count(tmp_path, overlap):
+def test_overlap_steps_bounds_the_lag_to_the_first_steps_of_each_rollout(tmp_path):
+    """With ``overlap_steps: 2`` of 6, each rollout after the first is 2 steps by the
+    weights one update old, then 4 by the weights published after the update: what one
+    process collects switching the weights at step 2."""
+    t = trainer(tmp_path / "overlap", overlap=True, collect_workers=1, overlap_steps=2)
+    alone = trainer(tmp_path / "alone", collect_workers=1)  # the same games and seeds
+    args = t.args
+    handed, versions = [], [copy.deepcopy(t.model.state_dict())]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in the worker: the same sums, to the last bit
+    try:
+        for k in range(3):
+            handed.append(t.collector.collect(t.model, args.n_steps, args.gamma, args.gae_lambda))
+            perturbed(t.model, k)  # "the update" that follows the hand-over
+            t.collector.publish(t.model)
+            versions.append(copy.deepcopy(t.model.state_dict()))
+        expected = []
+        for k in range(3):
+            old, new = versions[max(k - 1, 0)], versions[k]
+
+            def switch(step: int, old: dict = old, new: dict = new) -> None:
+                if step in (0, 2):
+                    alone.model.load_state_dict(old if step == 0 else new)
+
+            rollout = alone.collector.collect(
+                alone.model, args.n_steps, args.gamma, args.gae_lambda, switch
+            )
+            expected.append(rollout)
+    finally:
+        torch.set_num_threads(threads)
+        t.close()
+        alone.close()
+    for k in range(3):
+        for name in ("obs", "masks", "actions", "logprobs", "rewards", "advantages"):
+            assert torch.equal(getattr(handed[k], name), getattr(expected[k], name)), (k, name)
+    lagged = trainer(tmp_path / "lagged", overlap=True, overlap_steps=6, collect_workers=1)
+    try:  # the unbounded overlap differs from step 2 of the second rollout: the switch shows
+        for k in range(2):
+            last = lagged.collector.collect(lagged.model, args.n_steps, args.gamma, args.gae_lambda)
+            perturbed(lagged.model, k)
+    finally:
+        lagged.close()
+    assert torch.equal(last.logprobs[:2], handed[1].logprobs[:2])
+    assert not torch.equal(last.logprobs[2:], handed[1].logprobs[2:])
+
+
+@pytest.mark.parametrize(
+    ("fields", "allowed"),
+    [({"overlap_steps": 3}, "with overlap: true"), ({"overlap": True, "overlap_steps": -1}, "0")],
+)
+def test_overlap_steps_needs_overlap_and_a_step_count(fields, allowed, tmp_path):
+    with pytest.raises(ConfigError, match=f"overlap_steps=.*{allowed}"):
+        args_from_dict(load_yaml("ppo") | SMALL | fields).validate()
+
+
+@pytest.mark.parametrize(
+    ("overlap_steps", "lagged"), [(None, 16), (0, 0), (5, 5), (64, 64), (99, 64)]
+)
+def test_by_default_a_quarter_of_the_rollout_is_lagged(overlap_steps, lagged):
+    fields = {"overlap": True, "overlap_steps": overlap_steps}
+    assert args_from_dict(load_yaml("ppo") | fields).lagged_steps == lagged
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("overlap", "overlap_steps"), [(False, None), (True, None), (True, 6)])
+def test_a_seeded_run_trains_the_same_weights_twice_for_a_worker_count(
+    tmp_path, overlap, overlap_steps
+):
     weights = []
     for k in range(2):
-        t = trainer(tmp_path / str(k), overlap=overlap, collect_workers=2, total_timesteps=90)
+        fields = {"overlap": overlap, "overlap_steps": overlap_steps, "total_timesteps": 90}
+        t = trainer(tmp_path / str(k), collect_workers=2, **fields)
         try:
             t.snapshot()
             t.learn()

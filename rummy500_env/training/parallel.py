@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import traceback
 from multiprocessing.connection import Connection
+from typing import Any
 
 import torch
 
@@ -99,13 +100,15 @@ class ParallelCollector:
 
     With overlap, `collect` hands back the rollout the workers collected since the last call,
     and before returning sends them the weights it was given, so that they collect the next
-    rollout while the caller updates on this one: each rollout after the first is collected
-    by the weights from before the latest update, one version old. PPO's ratio is taken
-    against the log-probabilities the rollout was sampled with, so its clip bounds the
-    update's step from the policy that acted; at the default budget the lag still costs
-    learning (docs/experiments.md, 2026-12-04), which is why overlap is off by default.
-    New snapshots reach the workers with the next request, one rollout later than without
-    overlap.
+    rollout while the caller updates on this one: the steps of it collected before the update
+    ends come from the weights one update old. `fresh_from` bounds that: at that step of the
+    rollout each worker waits for the weights the caller `publish`-es after its update, and
+    collects the rest with them (``None``: the whole rollout with the old weights). The switch
+    is at a fixed step, so a seeded run still replays. PPO's ratio is taken against the
+    log-probabilities each step was sampled with, so its clip bounds the update's step from
+    the policy that acted; still, lagged data costs learning at the default budget
+    (docs/experiments.md, 2026-12-04), which is why overlap is off by default. New snapshots
+    reach the workers with the next request, one rollout later than without overlap.
     """
 
     def __init__(
@@ -116,8 +119,12 @@ class ParallelCollector:
         games_seed: int,
         sampling_seed: int,
         snapshots: list[str],
+        fresh_from: int | None = None,
     ) -> None:
         self.local = local
+        self.fresh_from = fresh_from
+        self.published = True
+        """With overlap: the workers have the weights for the rest of the pending rollout."""
         self.args = args
         self.snapshots = list(snapshots)
         self._sent_snapshots = list(self.snapshots)
@@ -162,6 +169,7 @@ class ParallelCollector:
         if self.local is None:
             if not self.pending:  # the first rollout: collected now, by these weights
                 self._request(model, n_steps, gamma, lam)
+            self.publish(model)  # unless the caller did after its update: the rest by these
             parts = self._receive_all()
             self._request(model, n_steps, gamma, lam)  # the next, while the caller updates
             return _joined(parts)
@@ -174,21 +182,37 @@ class ParallelCollector:
             torch.set_num_threads(threads)
         return _joined(parts + self._receive_all())
 
+    def publish(self, model: ActorCritic) -> None:
+        """With overlap: these (the updated) weights collect the pending rollout from step
+        `fresh_from` on. Once per rollout; nothing to do when the workers never wait."""
+        if self.published:
+            return
+        weights = _weights(model)
+        for process, conn in self.workers:
+            try:
+                conn.send(weights)
+            except (OSError, ValueError):
+                raise _died(process) from None
+        self.published = True
+
     def _request(self, model: ActorCritic, n_steps: int, gamma: float, lam: float) -> None:
         """Send every worker the weights and the rollout's shape (new buffers when it
         changed), so that each collects its next rollout."""
-        weights = {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
+        weights = _weights(model)
+        fresh_from = self.fresh_from if self.local is None else None
         changed = self.snapshots if self.snapshots != self._sent_snapshots else None
         fresh = not self.buffers or len(self.buffers[0]["actions"]) != n_steps
         if fresh:
             self.buffers = [shared_buffers(n_steps, n, self.args) for n in self.worker_games]
         for (process, conn), buffers in zip(self.workers, self.buffers, strict=True):
             try:
-                conn.send((weights, n_steps, gamma, lam, changed, buffers if fresh else None))
+                request = (weights, n_steps, gamma, lam, fresh_from, changed)
+                conn.send((*request, buffers if fresh else None))
             except (OSError, ValueError):  # a closed pipe: the worker is gone
                 raise _died(process) from None
         self._sent_snapshots = list(self.snapshots)
         self.pending = True
+        self.published = fresh_from is None or fresh_from >= n_steps
 
     def _receive_all(self) -> list[Rollout]:
         """Every worker's rollout, read from its buffers (copied by the join that follows,
@@ -221,6 +245,11 @@ class ParallelCollector:
         self.workers = []
 
 
+def _weights(model: ActorCritic) -> dict[str, Any]:
+    """The model's weights as CPU arrays, to send to a worker."""
+    return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
+
+
 def _joined(parts: list[Rollout]) -> Rollout:
     """The parts side by side along the games axis (a copy: the buffers may be rewritten)."""
     names = [f.name for f in dataclasses.fields(Rollout)]
@@ -244,35 +273,57 @@ def serve(
     snapshots: list[str],
     overlapped: bool,
 ) -> None:
-    """A worker: its own games and network, one rollout per request written into the shared
-    buffers it was last sent, until told to stop (None) or until the learner's end of the
-    pipe closes; `overlapped`, at `OVERLAP_NICENESS`."""
+    """A worker process: its own games and network (`Worker`), one rollout per request, until
+    told to stop (None) or until the learner's end of the pipe closes; `overlapped`, at
+    `OVERLAP_NICENESS`."""
     try:
         torch.set_num_threads(1)
         if overlapped:
             os.nice(OVERLAP_NICENESS)
         collector = new_collector(args, n_games, games_seed, sampling_seed, snapshots)
-        model = new_model(args)
-        buffers: Buffers = {}
-        while True:
-            request = conn.recv()
-            if request is None:
-                return
-            state, n_steps, gamma, lam, new_snapshots, new_buffers = request
-            if new_snapshots is not None:
-                collector.set_opponents(args, new_snapshots)
-            if new_buffers is not None:
-                buffers = new_buffers
-            model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
-            rollout = collector.collect(model, n_steps, gamma, lam)
-            for name, tensor in buffers.items():
-                tensor.copy_(getattr(rollout, name))
-            conn.send(("ok", collector.episode_returns))
-            collector.episode_returns = []
+        worker = Worker(conn, args, collector, new_model(args))
+        while (request := conn.recv()) is not None:
+            worker.answer(request)
     except (EOFError, ConnectionError):
-        return  # the learner is gone
+        return  # the learner is gone, or said stop while a rollout waited for weights
     except BaseException:
         try:
             conn.send(("error", traceback.format_exc()))
         except OSError:
             pass
+
+
+class Worker:
+    """A collection worker's state between requests: its collector, its network and the
+    shared buffers it was last sent."""
+
+    def __init__(
+        self, conn: Connection, args: LearnerSettings, collector: Collector, model: ActorCritic
+    ) -> None:
+        self.conn, self.args, self.collector, self.model = conn, args, collector, model
+        self.buffers: Buffers = {}
+
+    def load(self, state: dict[str, Any] | None) -> None:
+        if state is None:
+            raise EOFError  # told to stop
+        self.model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+
+    def answer(self, request: tuple[Any, ...]) -> None:
+        """Collect one rollout into the buffers and say so. The request's ``fresh_from`` step
+        waits for the weights that collect the rest (`ParallelCollector.publish`)."""
+        state, n_steps, gamma, lam, fresh_from, new_snapshots, new_buffers = request
+        if new_snapshots is not None:
+            self.collector.set_opponents(self.args, new_snapshots)
+        if new_buffers is not None:
+            self.buffers = new_buffers
+        self.load(state)
+
+        def before_step(t: int) -> None:
+            if t == fresh_from:
+                self.load(self.conn.recv())
+
+        rollout = self.collector.collect(self.model, n_steps, gamma, lam, before_step)
+        for name, tensor in self.buffers.items():
+            tensor.copy_(getattr(rollout, name))
+        self.conn.send(("ok", self.collector.episode_returns))
+        self.collector.episode_returns = []

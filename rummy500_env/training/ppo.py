@@ -140,11 +140,23 @@ class Args(DeviceArgs, SelfPlayArgs):
     N - 1 workers (2 puts a second core to work while the games step); with overlap N
     workers. "auto": one per usable core."""
     overlap: bool = False
-    """Workers collect the next rollout while this process updates on the last (its data
-    then comes from the weights one update old); they run at a lower priority, so the update
-    keeps its threads' cores."""
+    """Workers collect the next rollout while this process updates on the last (its first
+    `overlap_steps` from the weights one update old); they run at a lower priority, so the
+    update keeps its threads' cores."""
+    overlap_steps: int | None = None
+    """With overlap: the steps at the start of each rollout collected by the weights one
+    update old while the update runs; then the workers wait for the updated weights. None:
+    a quarter of n_steps (it learns as well as no overlap, where the whole rollout lagged
+    did not); n_steps or more: the whole rollout."""
     progress: bool = True
     """Print a progress line every 15 seconds."""
+
+    @property
+    def lagged_steps(self) -> int:
+        """With overlap: the steps of each rollout collected by the weights one update old."""
+        if self.overlap_steps is None:
+            return self.n_steps // 4
+        return min(self.overlap_steps, self.n_steps)
 
     @property
     def rollout_size(self) -> int:
@@ -171,6 +183,14 @@ class Args(DeviceArgs, SelfPlayArgs):
             f"use auto or an int from 1 to n_games = {self.n_games} (each process needs a game)",
         )
         check_device(self.device)
+        require(
+            self,
+            self.overlap_steps is None
+            or (self.overlap and type(self.overlap_steps) is int and self.overlap_steps >= 0),
+            "overlap_steps",
+            "use null (a quarter of n_steps) or an int from 0, with overlap: true (without "
+            "overlap no step is collected by old weights)",
+        )
         require(
             self,
             type(self.bc_decisions) is int and self.bc_decisions >= 0,
@@ -385,7 +405,7 @@ class Trainer:
         seeds = (games_seed, sampling_seed, snapshots)
         self.collector: Collector | ParallelCollector
         if args.overlap:
-            self.collector = ParallelCollector(None, args, parts, *seeds)
+            self.collector = ParallelCollector(None, args, parts, *seeds, args.lagged_steps)
         else:
             mine, *theirs = parts
             self.collector = new_collector(args, mine, *seeds)
@@ -471,6 +491,8 @@ class Trainer:
             self.state["timesteps"] += args.rollout_size
             where = f"update {self.state['updates']} ({self.timesteps:,} timesteps)"
             stop_if_diverged(losses, where, self.run.path)  # before it is saved anywhere
+            if isinstance(self.collector, ParallelCollector):
+                self.collector.publish(self.model)  # the rest of the next rollout, by these
             steps_since += args.rollout_size
             self.state["wall_s"] += time.time() - start
             start = time.time()

@@ -5,6 +5,7 @@ one `Rollout` (with GAE advantages) at a time. Both import it; it imports neithe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -75,7 +76,16 @@ class Collector:
         """Draw the next deals' opponents from the pool with these snapshots."""
         self.games.set_pool(*opponent_pool(args, snapshots))
 
-    def collect(self, model: ActorCritic, n_steps: int, gamma: float, lam: float) -> Rollout:
+    def collect(
+        self,
+        model: ActorCritic,
+        n_steps: int,
+        gamma: float,
+        lam: float,
+        before_step: Callable[[int], None] | None = None,
+    ) -> Rollout:
+        """`n_steps` of every game by `model`; `before_step(t)` runs before step t (a
+        collection worker loads newer weights there)."""
         n = len(self.games.envs)
         device = next(model.parameters()).device
         obs = torch.zeros((n_steps, n, self.obs.shape[1]))
@@ -85,6 +95,8 @@ class Collector:
         rewards, dones = torch.zeros((n_steps, n)), torch.zeros((n_steps, n))
         with torch.no_grad():
             for t in range(n_steps):
+                if before_step is not None:
+                    before_step(t)
                 obs[t], masks[t] = self.obs, self.masks
                 logits, value = model(self.obs.to(device))
                 logits, value = logits.cpu(), value.cpu()  # sampled here: the same on any device
