@@ -127,44 +127,14 @@ def perturbed(model: torch.nn.Module, seed: int) -> None:
 
 
 @pytest.mark.slow
-def test_with_overlap_each_rollout_is_collected_by_the_weights_one_update_old(tmp_path):
-    """Overlapped with every step lagged (``overlap_steps`` = n_steps), the k-th rollout
-    handed back is what one process collects with the weights given at call k - 1: the
-    first two with the start's, the third with the weights after the first update."""
-    t = trainer(tmp_path / "overlap", overlap=True, overlap_steps=6, collect_workers=1)
-    alone = trainer(tmp_path / "alone", collect_workers=1)  # the same games and seeds
-    args = t.args
-    handed, expected = [], []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as in the worker: the same sums, to the last bit
-    try:
-        start = copy.deepcopy(t.model.state_dict())
-        for k in range(3):
-            handed.append(t.collector.collect(t.model, args.n_steps, args.gamma, args.gae_lambda))
-            perturbed(t.model, k)  # "the update" that follows the hand-over
-        alone.model.load_state_dict(start)
-        for k in range(3):
-            expected.append(
-                alone.collector.collect(alone.model, args.n_steps, args.gamma, args.gae_lambda)
-            )
-            if k >= 1:  # the worker got the first update's weights with the third request
-                perturbed(alone.model, k - 1)
-    finally:
-        torch.set_num_threads(threads)
-        t.close()
-        alone.close()
-    for k in range(3):
-        for name in ("obs", "masks", "actions", "logprobs", "rewards", "advantages"):
-            assert torch.equal(getattr(handed[k], name), getattr(expected[k], name)), (k, name)
-    assert not torch.equal(handed[1].obs, handed[2].obs)
-
-
-@pytest.mark.slow
-def test_overlap_steps_bounds_the_lag_to_the_first_steps_of_each_rollout(tmp_path):
-    """With ``overlap_steps: 2`` of 6, each rollout after the first is 2 steps by the
-    weights one update old, then 4 by the weights published after the update: what one
-    process collects switching the weights at step 2."""
-    t = trainer(tmp_path / "overlap", overlap=True, collect_workers=1, overlap_steps=2)
+@pytest.mark.parametrize("overlap_steps", [6, 2])
+def test_with_overlap_a_rollouts_first_overlap_steps_are_one_update_old(tmp_path, overlap_steps):
+    """Overlapped, the k-th rollout handed back is what one process collects with the
+    weights given at call k - 1 for its first `overlap_steps`, then with the weights the
+    caller published after its update: with 6 of 6 all of it is one update old (the first
+    two rollouts by the start's weights, the third by the first update's), with 2 of 6 the
+    weights switch at step 2."""
+    t = trainer(tmp_path / "overlap", overlap=True, overlap_steps=overlap_steps, collect_workers=1)
     alone = trainer(tmp_path / "alone", collect_workers=1)  # the same games and seeds
     args = t.args
     handed, versions = [], [copy.deepcopy(t.model.state_dict())]
@@ -181,7 +151,7 @@ def test_overlap_steps_bounds_the_lag_to_the_first_steps_of_each_rollout(tmp_pat
             old, new = versions[max(k - 1, 0)], versions[k]
 
             def switch(step: int, old: dict = old, new: dict = new) -> None:
-                if step in (0, 2):
+                if step in (0, overlap_steps):
                     alone.model.load_state_dict(old if step == 0 else new)
 
             rollout = alone.collector.collect(
@@ -195,15 +165,7 @@ def test_overlap_steps_bounds_the_lag_to_the_first_steps_of_each_rollout(tmp_pat
     for k in range(3):
         for name in ("obs", "masks", "actions", "logprobs", "rewards", "advantages"):
             assert torch.equal(getattr(handed[k], name), getattr(expected[k], name)), (k, name)
-    lagged = trainer(tmp_path / "lagged", overlap=True, overlap_steps=6, collect_workers=1)
-    try:  # the unbounded overlap differs from step 2 of the second rollout: the switch shows
-        for k in range(2):
-            last = lagged.collector.collect(lagged.model, args.n_steps, args.gamma, args.gae_lambda)
-            perturbed(lagged.model, k)
-    finally:
-        lagged.close()
-    assert torch.equal(last.logprobs[:2], handed[1].logprobs[:2])
-    assert not torch.equal(last.logprobs[2:], handed[1].logprobs[2:])
+    assert not torch.equal(handed[1].obs, handed[2].obs)
 
 
 @pytest.mark.parametrize(
