@@ -57,13 +57,14 @@ from rummy500_env.training.run import (
     RunFolder,
     check_before_work,
     export_policy,
+    progress_line,
     run_snapshot,
     stop_if_diverged,
     trainer_main,
 )
 from rummy500_env.training.settings import (
     ConfigError,
-    SelfPlayArgs,
+    PPOArgs,
     args_of,
     check_ppo,
     command_line,
@@ -93,7 +94,7 @@ ADAM_BETAS = (0.9, 0.999)
 
 
 @dataclass
-class Args(SelfPlayArgs):
+class Args(PPOArgs):
     """PPO on the JAX engine, collection and update in one jitted call."""
 
     TRAINER = "jax_ppo"
@@ -108,26 +109,6 @@ class Args(SelfPlayArgs):
     n_steps: int = 64
     """Env steps per game per rollout (every seat's: the learner's decisions are about
     n_games * n_steps / players of them)."""
-    minibatch_size: int = 1024
-    """Learner decisions per gradient step."""
-    n_epochs: int = 3
-    """Passes over each rollout."""
-    learning_rate: float = 3e-4
-    """Adam step size."""
-    anneal_lr: bool = False
-    """Lower the step size linearly to 0 at total_timesteps."""
-    gamma: float = 0.995
-    """Discount factor (per learner decision)."""
-    gae_lambda: float = 0.95
-    """GAE lambda."""
-    clip_range: float = 0.2
-    """PPO clip range."""
-    ent_coef: float = 0.01
-    """Entropy bonus."""
-    vf_coef: float = 0.5
-    """Value loss weight."""
-    max_grad_norm: float = 0.5
-    """Gradient norm clip."""
     channels: int = 32
     """Features per card (the card network, `rummy500_env.agents.networks`)."""
     blocks: int = 2
@@ -725,12 +706,7 @@ class Trainer:
             self.log(losses, mean_return)
             if args.progress and time.time() - last_print > 15:
                 rate = steps_since / (time.time() - since)
-                print(
-                    f"{self.timesteps:>10,} steps  {rate:,.0f}/s  mean return "
-                    f"{mean_return:+.3f}  entropy {losses.get('entropy', math.nan):.2f}  kl "
-                    f"{losses.get('kl', math.nan):.4f}",
-                    flush=True,
-                )
+                print(progress_line(self.timesteps, rate, mean_return, losses), flush=True)
                 last_print, since, steps_since = time.time(), time.time(), 0
             if snapshot.due(self.timesteps):
                 self.snapshot()

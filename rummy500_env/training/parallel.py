@@ -198,8 +198,7 @@ class ParallelCollector:
     def _request(self, model: ActorCritic, n_steps: int, gamma: float, lam: float) -> None:
         """Send every worker the weights and the rollout's shape (new buffers when it
         changed), so that each collects its next rollout."""
-        weights = _weights(model)
-        fresh_from = self.fresh_from if self.local is None else None
+        weights, fresh_from = _weights(model), self.fresh_from
         changed = self.snapshots if self.snapshots != self._sent_snapshots else None
         fresh = not self.buffers or len(self.buffers[0]["actions"]) != n_steps
         if fresh:

@@ -64,6 +64,7 @@ from rummy500_env.training.run import (
     check_before_work,
     export_policy,
     load_checkpoint,
+    progress_line,
     run_snapshot,
     save_checkpoint,
     seed_and_threads,
@@ -72,7 +73,7 @@ from rummy500_env.training.run import (
 )
 from rummy500_env.training.settings import (
     ConfigError,
-    SelfPlayArgs,
+    PPOArgs,
     args_of,
     check_mlp,
     check_ppo,
@@ -85,7 +86,7 @@ from rummy500_env.training.settings import (
 
 
 @dataclass
-class Args(DeviceArgs, SelfPlayArgs):
+class Args(DeviceArgs, PPOArgs):
     """Self-play PPO for Rummy 500."""
 
     TRAINER = "ppo"
@@ -94,26 +95,6 @@ class Args(DeviceArgs, SelfPlayArgs):
     """Games played side by side; the learner's decisions of all of them are one batch."""
     n_steps: int = 64
     """Learner decisions per game per rollout (a rollout is n_games * n_steps)."""
-    minibatch_size: int = 1024
-    """Decisions per gradient step."""
-    n_epochs: int = 3
-    """Passes over each rollout."""
-    learning_rate: float = 3e-4
-    """Adam step size."""
-    anneal_lr: bool = False
-    """Lower the step size linearly to 0 at total_timesteps."""
-    gamma: float = 0.995
-    """Discount factor."""
-    gae_lambda: float = 0.95
-    """GAE lambda."""
-    clip_range: float = 0.2
-    """PPO clip range."""
-    ent_coef: float = 0.01
-    """Entropy bonus."""
-    vf_coef: float = 0.5
-    """Value loss weight."""
-    max_grad_norm: float = 0.5
-    """Gradient norm clip."""
     network: str = "cards"
     """Policy network: "cards" (card-structured, see `rummy500_env.agents.networks`) or "mlp"
     (deprecated: it warns; the card network replaces it)."""
@@ -500,12 +481,8 @@ class Trainer:
             if args.progress and time.time() - last_print > 15:
                 rate = steps_since / (time.time() - since)
                 recent = self.collector.episode_returns[-500:]
-                print(
-                    f"{self.timesteps:>10,} steps  {rate:,.0f}/s  mean return "
-                    f"{np.mean(recent) if recent else float('nan'):+.3f}  entropy "
-                    f"{losses['entropy']:.2f}  kl {losses['kl']:.4f}",
-                    flush=True,
-                )
+                mean_return = float(np.mean(recent)) if recent else math.nan
+                print(progress_line(self.timesteps, rate, mean_return, losses), flush=True)
                 last_print, since, steps_since = time.time(), time.time(), 0
             if snapshot.due(self.timesteps):  # first, so that a checkpoint holds it
                 self.snapshot()

@@ -65,6 +65,14 @@ def stop_if_diverged(figures: dict[str, float], where: str, run: Path) -> None:
         )
 
 
+def progress_line(timesteps: int, rate: float, mean_return: float, losses: dict[str, float]) -> str:
+    """The line a self-play trainer prints every 15 seconds while it learns."""
+    return (
+        f"{timesteps:>10,} steps  {rate:,.0f}/s  mean return {mean_return:+.3f}  entropy "
+        f"{losses.get('entropy', math.nan):.2f}  kl {losses.get('kl', math.nan):.4f}"
+    )
+
+
 def seed_and_threads(seed: int, threads: int) -> None:
     """Seed Python's, numpy's and torch's global generators and set torch's threads, as a
     trainer does before it builds anything."""

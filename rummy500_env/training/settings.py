@@ -184,6 +184,33 @@ def require_pool(args: Any, self_is: str) -> None:
     )
 
 
+@dataclass
+class PPOArgs(SelfPlayArgs):
+    """The PPO hyperparameters of the self-play trainers that share training.ppo's update
+    (training.ppo and training.jax_ppo), with their defaults; each ``validate`` checks them."""
+
+    minibatch_size: int = 1024
+    """Learner decisions per gradient step."""
+    n_epochs: int = 3
+    """Passes over each rollout."""
+    learning_rate: float = 3e-4
+    """Adam step size."""
+    anneal_lr: bool = False
+    """Lower the step size linearly to 0 at total_timesteps."""
+    gamma: float = 0.995
+    """Discount factor (per learner decision)."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    clip_range: float = 0.2
+    """PPO clip range."""
+    ent_coef: float = 0.01
+    """Entropy bonus."""
+    vf_coef: float = 0.5
+    """Value loss weight."""
+    max_grad_norm: float = 0.5
+    """Gradient norm clip."""
+
+
 class PPONumbers(Protocol):
     """The hyperparameters the PPO trainers take, under the same names."""
 
