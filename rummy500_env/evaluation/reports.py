@@ -47,11 +47,11 @@ def print_field_table(summary: dict[str, Any]) -> None:
     )
     for row in summary["pairs"]:
         lo, hi = row["win_rate_a_ci95"]
-        mlo, mhi = row["margin_a_ci95"]
         print(
             f"{row['a']:>16} vs field of {row['b']:<12} {row['games']:>6} {row['wins_a']:>7} "
             f"{row['win_rate_a']:>8.1%} ({lo:.1%}-{hi:.1%}) {row['fair_share']:>6.1%} "
-            f"{row['share_over_fair']:>7.2f} {row['margin_a']:>16.1f} ({mlo:.1f} to {mhi:.1f})"
+            f"{row['share_over_fair']:>7.2f} {row['margin_a']:>16.1f} "
+            f"{margin_interval(row['margin_a_ci95'])}"
         )
     print(
         f"\n{players} players: A in one seat (each seat once per deal), B in the others; the "
@@ -92,17 +92,30 @@ def print_table(summary: dict[str, Any]) -> None:
     )
     for row in summary["pairs"]:
         lo, hi = row["win_rate_a_ci95"]
-        mlo, mhi = row["margin_a_ci95"]
         print(
             f"{row['a']:>16} vs {row['b']:<16} {row['games']:>6} {row['wins_a']:>7} "
             f"{row['wins_b']:>7} {row['win_rate_a']:>8.1%} ({lo:.1%}-{hi:.1%}) "
             f"{row['points_per_hand_a']:>10.1f} {row['points_per_hand_b']:>10.1f} "
-            f"{row['margin_a']:>12.1f} ({mlo:.1f} to {mhi:.1f})"
+            f"{row['margin_a']:>12.1f} {margin_interval(row['margin_a_ci95'])}"
         )
     print_reply_counts(summary)
     print("\nElo (maximum likelihood, mean 0):")
     for e in sorted(summary["elo"], key=lambda e: -e["elo"]):
         print(f"  {e['agent']:>16} {e['elo']:>8.0f} ± {e['ci95']:.0f}")
+
+
+def margin_interval(bounds: list[float | None]) -> str:
+    """A margin's interval in the table: ``(lo to hi)``, or what stands in for one a single
+    deal cannot give (`stats.mean_ci`)."""
+    lo, hi = bounds
+    if lo is None or hi is None:
+        return "(one deal: no interval)"
+    return f"({lo:.1f} to {hi:.1f})"
+
+
+def bound(x: float | None) -> str:
+    """A margin interval's end in ``pairs.csv``: empty where one deal gives none."""
+    return "" if x is None else f"{x:.2f}"
 
 
 def folder_problem(folder: Path, flag: str) -> str | None:
@@ -166,8 +179,7 @@ def pair_row(r: dict[str, Any], field: bool) -> list[Any]:
         f"{r['points_per_hand_a']:.2f}",
         f"{r['points_per_hand_b']:.2f}",
         f"{r['margin_a']:.2f}",
-        f"{r['margin_a_ci95'][0]:.2f}",
-        f"{r['margin_a_ci95'][1]:.2f}",
+        *(bound(x) for x in r["margin_a_ci95"]),
         *extra,
     ]
 

@@ -22,13 +22,15 @@ def wilson(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, c - h), min(1.0, c + h))
 
 
-def mean_ci(xs: list[float], z: float = 1.96) -> tuple[float, float, float]:
-    """Mean and its 95% normal interval."""
+def mean_ci(xs: list[float], z: float = 1.96) -> tuple[float, float | None, float | None]:
+    """Mean and its 95% normal interval; the interval is (None, None) under two samples: one
+    sample has no spread to measure (written ``null`` in JSON, never ±Infinity, which JSON
+    lacks), and no sample has no mean either (0.0 stands for it)."""
     a = np.asarray(xs, dtype=float)
-    if a.size == 0:
-        return (0.0, 0.0, 0.0)
+    if a.size < 2:
+        return (float(a.mean()) if a.size else 0.0, None, None)
     m = float(a.mean())
-    h = z * float(a.std(ddof=1)) / math.sqrt(a.size) if a.size > 1 else float("inf")
+    h = z * float(a.std(ddof=1)) / math.sqrt(a.size)
     return (m, m - h, m + h)
 
 

@@ -1,0 +1,38 @@
+"""The faults of the fourth reliability probe (issue 60) that lie outside the JAX engine: each
+test failed before its fix (docs/testing.md, "Faults found by the fourth reliability probe").
+Processes are stopped and killed by their own PID, and every wait is bounded."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from rummy500_env.evaluation.evaluate import main as evaluate_main
+from rummy500_env.evaluation.stats import mean_ci
+from rummy500_env.training.exploit import gain
+
+# --- item 9: one sample gives no interval
+
+
+def test_one_deal_has_no_interval_null_in_json_and_said_in_the_table(tmp_path, capsys):
+    """``--games 2 --episode hand`` is one deal: its margin interval was [-Infinity,
+    Infinity] in results.json (not JSON) and ``-inf,inf`` in pairs.csv. Now it is null, empty
+    cells, and the table says why."""
+    argv = ["greedy", "random", "--games", "2", "--episode", "hand", "--workers", "1"]
+    assert evaluate_main([*argv, "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "results.json").read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    (pair,) = json.loads(text)["pairs"]
+    assert pair["margin_a_ci95"] == [None, None]
+    with open(tmp_path / "pairs.csv", newline="") as f:
+        (row,) = csv.DictReader(f)
+    assert (row["margin_ci_low"], row["margin_ci_high"]) == ("", "")
+    assert "(one deal: no interval)" in capsys.readouterr().out
+
+
+def test_mean_ci_of_one_sample_has_no_interval_and_exploit_writes_valid_json():
+    assert mean_ci([3.0]) == (3.0, None, None)
+    assert mean_ci([]) == (0.0, None, None)
+    figures = gain({0: 1.5}, {0: 0.5})  # training.exploit's paired gain over one deal
+    assert figures == {"deals": 1, "margin": 1.0, "margin_ci95": [None, None]}
+    json.dumps(figures, allow_nan=False)
