@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import csv
 import json
+import pickle
 
+import pytest
+
+import rummy500_env
+from rummy500_env.engine.errors import RulesError
+from rummy500_env.engine.rules import Rules
 from rummy500_env.evaluation.evaluate import main as evaluate_main
 from rummy500_env.evaluation.stats import mean_ci
+from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
 from rummy500_env.training.exploit import gain
 
 # --- item 9: one sample gives no interval
@@ -36,3 +43,26 @@ def test_mean_ci_of_one_sample_has_no_interval_and_exploit_writes_valid_json():
     figures = gain({0: 1.5}, {0: 0.5})  # training.exploit's paired gain over one deal
     assert figures == {"deals": 1, "margin": 1.0, "margin_ci95": [None, None]}
     json.dumps(figures, allow_nan=False)
+
+
+# --- item 13: one rules text everywhere
+
+
+@pytest.mark.parametrize(
+    "text", ["nordic,players=3", "target=300", '{"preset": "nordic", "players": 3}', "nordic"]
+)
+def test_the_env_takes_every_rules_text_the_commands_take(text):
+    """``raw_env(rules="nordic,players=3")`` was "unknown preset" though `Rules.parse`, every
+    ``training.*`` command and ``rummy500_env.jax.make`` take it."""
+    expected = Rules.parse(text)
+    assert rummy500_env.raw_env(rules=text).rules == expected
+    wrapped = rummy500_env.env(rules=text)
+    assert wrapped.unwrapped.rules == expected
+    assert pickle.loads(pickle.dumps(wrapped)).unwrapped.rules == expected
+    assert Rummy500SingleAgentEnv(rules=text).rules == expected
+
+
+def test_the_env_refuses_bad_rules_text_as_the_commands_do():
+    with pytest.raises(RulesError, match=r"rules 'gin,players=3': unknown preset 'gin'"):
+        rummy500_env.raw_env(rules="gin,players=3")
+    assert rummy500_env.raw_env(rules={"players": 3}).rules == Rules(players=3)

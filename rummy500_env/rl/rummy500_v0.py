@@ -57,7 +57,9 @@ Episode end
     ``turn_limit`` is a normal hand end (docs/rules.md §4).
 
 Arguments
-    ``rules``: preset name, dict of `Rules` fields, or `Rules` (default ``"standard"``);
+    ``rules``: any text `Rules.parse` reads, as every command's ``--rules`` does (a preset,
+    ``"nordic,players=3"``, a JSON object of fields), a dict of `Rules` fields, or `Rules`
+    (default ``"standard"``);
     ``episode``: ``"game"`` or ``"hand"``; ``reward``: ``"win"``, ``"score"`` or None (the
     episode's default); ``render_mode``: None, ``"ansi"`` or ``"human"``.
     ``reset(seed=s)`` is deterministic; ``reset(options={"position": d})`` starts from any
@@ -266,7 +268,8 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
     """The bare AEC env: an illegal action raises `IllegalActionError` (see module docstring).
 
     Args:
-        rules: preset name, dict of `Rules` fields, or `Rules`.
+        rules: rules text (`Rules.parse`: ``"nordic"``, ``"nordic,players=3"``, JSON), a dict
+            of `Rules` fields, or `Rules`.
         episode: ``"game"`` or ``"hand"``.
         reward: ``"win"``, ``"score"`` or None (the episode's default).
         render_mode: None, ``"ansi"`` or ``"human"``.
@@ -287,7 +290,7 @@ class Rummy500Env(AECEnv, EzPickle):  # type: ignore[misc]  # pettingzoo is unty
     ) -> None:
         EzPickle.__init__(self, rules, episode, reward, render_mode)
         super().__init__()
-        self.rules = Rules.coerce(rules)
+        self.rules = Rules.parse(rules) if isinstance(rules, str) else Rules.coerce(rules)
         if episode not in EPISODES:
             raise Rummy500Error(f"episode={episode!r} is not allowed: use one of {EPISODES}")
         reward = reward or ("win" if episode == "game" else "score")
