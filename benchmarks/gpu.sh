@@ -8,6 +8,10 @@
 #   bash benchmarks/gpu.sh [OUT]        # there, from the repository root
 #   GPU_SH_QUICK=1 bash benchmarks/gpu.sh   # a smoke test of the script on any machine, CPU too
 #
+# Without GPU_SH_QUICK=1 it stops at once, with one line, where torch sees no GPU (the full
+# sizes would run on the CPU for hours), and before the JAX steps where JAX's default backend
+# is not a GPU (the figures measured so far stay in OUT).
+#
 # The device tool carries `rummy500_env` (with the *.cpython-312-*.so that fetch built: git
 # ignores them) and `build/gpu-wheels`. There the package runs from this working tree (on
 # PYTHONPATH) on the machine's own torch, with the few wheels it lacks: compiled with the
@@ -52,7 +56,6 @@ fi
 
 OUT=${1:-runs/gpu}
 QUICK=${GPU_SH_QUICK:-0}
-mkdir -p "$OUT"
 START=$(date +%s)
 phase() { echo "== $(( $(date +%s) - START )) s: $*" | tee -a "$OUT/phases.log"; }
 if [ "$QUICK" = 1 ]; then  # the same steps at toy sizes: the script's own test
@@ -66,6 +69,11 @@ else
   JAX_BATCHES=(1024 16384 65536 262144)
   JAX_PPO=(n_games=2048 minibatch_size=8192); JAX_PPO_STEPS=1000000
 fi
+if [ "$QUICK" != 1 ] && ! "$PY" -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
+  echo "gpu.sh: torch sees no GPU here (or $PY has no torch), and the full sizes would run on the CPU for hours: run it on a GPU machine, or GPU_SH_QUICK=1 for its toy sizes" >&2
+  exit 1
+fi
+mkdir -p "$OUT"
 
 phase "install"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
@@ -139,6 +147,13 @@ print(json.dumps({
 }))
 EOF
 
+if [ "$QUICK" != 1 ]; then
+  BACKEND=$("$PY" -c "import jax; print(jax.default_backend())" 2>/dev/null || echo "missing (jax does not import)")
+  if [ "$BACKEND" != gpu ]; then
+    echo "gpu.sh: JAX's default backend is $BACKEND, not a GPU: stopped before the JAX steps (the figures so far are in $OUT; docs/jax.md says how JAX gets a GPU)" >&2
+    exit 1
+  fi
+fi
 phase "the JAX engine: random-play steps/s by batch"
 "$PY" benchmarks/jax_engine.py --batch "${JAX_BATCHES[@]}" --rounds 1 --seconds 1 --json \
   | tail -n 1 >"$OUT/jax.json"

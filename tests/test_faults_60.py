@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import pickle
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from subprocess import PIPE
 
 import pytest
+import torch
 
 import rummy500_env
 from rummy500_env.engine.errors import RulesError
@@ -17,6 +24,8 @@ from rummy500_env.evaluation.evaluate import main as evaluate_main
 from rummy500_env.evaluation.stats import mean_ci
 from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
 from rummy500_env.training.exploit import gain
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # --- item 9: one sample gives no interval
 
@@ -66,3 +75,36 @@ def test_the_env_refuses_bad_rules_text_as_the_commands_do():
     with pytest.raises(RulesError, match=r"rules 'gin,players=3': unknown preset 'gin'"):
         rummy500_env.raw_env(rules="gin,players=3")
     assert rummy500_env.raw_env(rules={"players": 3}).rules == Rules(players=3)
+
+
+# --- item 10: benchmarks/gpu.sh without a GPU
+
+
+@pytest.mark.slow
+def test_gpu_sh_without_a_gpu_stops_at_once_with_one_line(tmp_path):
+    """Without a GPU the script ran on, on the CPU, at full sizes (planned as 9 minutes on a
+    GPU). Now, unless ``GPU_SH_QUICK=1``, it stops before anything with one line."""
+    if torch.cuda.is_available():
+        pytest.skip("torch sees a GPU here: the script would measure it")
+    out = tmp_path / "gpu"
+    env = {k: v for k, v in os.environ.items() if k != "GPU_SH_QUICK"} | {"PYTHON": sys.executable}
+    code, stdout, stderr = run_bounded(["bash", "benchmarks/gpu.sh", str(out)], env, 60)
+    assert code == 1, stderr
+    assert stdout == "" and len(stderr.splitlines()) == 1, stderr
+    assert "torch sees no GPU" in stderr and "GPU_SH_QUICK=1" in stderr
+    assert not out.exists(), "nothing written"
+
+
+def run_bounded(argv: list[str], env: dict[str, str], seconds: float) -> tuple[int, str, str]:
+    """Run `argv` from the repository root in a session of its own; past `seconds`, kill that
+    session by the child's PID (its process group) and fail."""
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=PIPE, stderr=PIPE, text=True, start_new_session=True
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"{argv} still ran after {seconds} s")
+    return proc.returncode, stdout, stderr
