@@ -23,7 +23,13 @@ from rummy500_env.engine.rules import Rules
 from rummy500_env.evaluation.evaluate import main as evaluate_main
 from rummy500_env.evaluation.stats import mean_ci
 from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
+from rummy500_env.training.exploit import Args as ExploitArgs
 from rummy500_env.training.exploit import gain
+from rummy500_env.training.model import new_model
+from rummy500_env.training.ppo import args_from_dict as ppo_args_from_dict
+from rummy500_env.training.ppo import main as ppo_main
+from rummy500_env.training.run import RunFolder, export_policy
+from rummy500_env.training.settings import ConfigError, command_line, load_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,3 +114,49 @@ def run_bounded(argv: list[str], env: dict[str, str], seconds: float) -> tuple[i
         proc.communicate()
         pytest.fail(f"{argv} still ran after {seconds} s")
     return proc.returncode, stdout, stderr
+
+
+# --- item 11: another trainer's run on --resume
+
+
+def jax_ppo_run(tmp_path: Path, record: bool) -> Path:
+    """A run folder as training.jax_ppo leaves it: config.json (naming its trainer when
+    `record`, as runs now do), a checkpoint folder, and a snapshot whose metadata names it."""
+    run = tmp_path / "jax_run"
+    (run / "checkpoints" / "step_0000000128").mkdir(parents=True)
+    config = {"rules": "standard", "n_games": 8, "minibatch_size": 64, "channels": 4}
+    recorded = {"trainer": "jax_ppo"} if record else {}
+    (run / "config.json").write_text(json.dumps(recorded | config))
+    args = ppo_args_from_dict(load_yaml("ppo") | config)
+    args.TRAINER = "jax_ppo"  # the metadata jax_ppo's export writes
+    export_policy(new_model(args).actor, args, run / "snapshots" / "snapshot_0000000128.pt", 128)
+    return run
+
+
+@pytest.mark.parametrize("record", [True, False], ids=["recorded", "older run"])
+def test_ppo_resume_of_a_jax_ppo_run_names_its_trainer_before_writing(tmp_path, capsys, record):
+    """``training.ppo --resume`` of a ``training.jax_ppo`` run said "every checkpoint is
+    unreadable; start it again" (they are sound: jax_ppo's folders), after writing a
+    TensorBoard file of training.ppo's config into the run's tb/."""
+    run = jax_ppo_run(tmp_path, record)
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    assert ppo_main(["--resume", str(run)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {run} is a training.jax_ppo run: resume it with python -m training.jax_ppo "
+        f"--resume {run}\n"
+    )
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before, "nothing written"
+
+
+def test_a_new_run_records_its_trainer_and_another_trainer_refuses_it(tmp_path):
+    """The other way round the message was right but did not say whose run it was."""
+    run = tmp_path / "run"
+    args = ppo_args_from_dict(load_yaml("ppo") | {"run_dir": str(run), "channels": 4})
+    RunFolder(args, resume=False).writer.close()
+    config = json.loads((run / "config.json").read_text())
+    assert config["trainer"] == "ppo"
+    assert ppo_args_from_dict(config) == args, "the record is no Args field"
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / "step_0000000100.pt").write_bytes(b"")
+    with pytest.raises(ConfigError, match=rf"^{run} is a training.ppo run: resume it with "):
+        command_line(ExploitArgs, ["--resume", str(run)], None)

@@ -36,7 +36,14 @@ from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.files import disk_full, remove, remove_leftovers, write_atomically
 from rummy500_env.evaluation.tournament import Config, run
-from rummy500_env.training.settings import A, ConfigError, SelfPlayArgs, TrainArgs, kind_of
+from rummy500_env.training.settings import (
+    TRAINER_KEY,
+    A,
+    ConfigError,
+    SelfPlayArgs,
+    TrainArgs,
+    kind_of,
+)
 
 
 class TrainingDivergedError(Rummy500Error):
@@ -317,7 +324,8 @@ class RunFolder:
             remove_leftovers(self.path)  # of writes a killed run left (`write_atomically`)
         else:
             self.path.mkdir(parents=True, exist_ok=True)
-            write_json(self.path / "config.json", jsonable(args))
+            config = {TRAINER_KEY: args.TRAINER, **jsonable(args)}  # whose run (`check_trainer`)
+            write_json(self.path / "config.json", config)
         from torch.utils.tensorboard import SummaryWriter
 
         self.writer = SummaryWriter(str(self.path / "tb"))

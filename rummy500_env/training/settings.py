@@ -30,7 +30,7 @@ from rummy500_env.agents.policy_file import current_encoding
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec
 from rummy500_env.engine import numbers
 from rummy500_env.engine.errors import RulesError, Rummy500Error
-from rummy500_env.engine.numbers import read_int
+from rummy500_env.engine.numbers import read_int, shown
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rl.observation import FEATURE_VERSIONS
 
@@ -314,10 +314,21 @@ def load_yaml(name_or_path: str | Path) -> dict[str, Any]:
 
 A = TypeVar("A", bound=TrainArgs)
 
+TRAINER_KEY = "trainer"
+"""The key of ``config.json`` that names the trainer whose run it is (`TrainArgs.TRAINER`),
+beside the ``Args`` fields; `args_of` takes it off."""
+
 
 def args_of(cls: type[A], data: dict[str, Any]) -> A:
     """A trainer's ``Args`` from a dict (YAML, ``config.json``), rejecting unknown fields with
-    the list of known ones."""
+    the list of known ones, and a `TRAINER_KEY` that names another trainer."""
+    trainer = data.get(TRAINER_KEY, cls.TRAINER)
+    if trainer != cls.TRAINER:
+        raise ConfigError(
+            f"config field {TRAINER_KEY}={shown(trainer, 40)} names another trainer than "
+            f"training.{cls.TRAINER}: give the config to that trainer's command"
+        )
+    data = {k: v for k, v in data.items() if k != TRAINER_KEY}
     known = {f.name for f in dataclasses.fields(cls)}
     retired = cls.RETIRED
     for key in sorted(set(data) & set(retired) - known):
@@ -402,7 +413,9 @@ def command_line(cls: type[A], argv: list[str], description: str | None) -> tupl
         config_file = Path(resume) / "config.json"
         if kind_of(config_file, "--resume") != "file":
             raise ConfigError(f"--resume {resume!r}: no run there (no config.json)")
-        base = args_of(cls, read_json(config_file))
+        recorded = read_json(config_file)
+        check_trainer(cls, recorded, resume)  # first: another trainer's run fails anything else
+        base = args_of(cls, recorded)
     else:
         base = args_of(cls, load_yaml(config or cls.TRAINER))
     prog = f"python -m training.{cls.TRAINER}"
@@ -439,6 +452,41 @@ def reads_as_int(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def check_trainer(cls: type[TrainArgs], config: dict[str, Any], run: str) -> None:
+    """Raise `ConfigError` when `run` (its ``config.json`` read as `config`) is another
+    trainer's run, naming it and the command that resumes it: the trainer its ``config.json``
+    records (`TRAINER_KEY`), or for a run from before that record, the one its policy files
+    name (`run_trainer`). Called before anything else reads the run, so nothing is written."""
+    theirs = config.get(TRAINER_KEY) if TRAINER_KEY in config else run_trainer(Path(run))
+    if theirs is None or theirs == cls.TRAINER:
+        return
+    if not isinstance(theirs, str) or not theirs.isidentifier():
+        raise ConfigError(
+            f"--resume {run!r}: its config.json names the trainer {shown(theirs, 40)}, which is "
+            f"none; {DAMAGED_ADVICE['config.json']}"
+        )
+    raise ConfigError(
+        f"{run} is a training.{theirs} run: resume it with python -m training.{theirs} "
+        f"--resume {run}"
+    )
+
+
+def run_trainer(run: Path) -> str | None:
+    """The trainer that made a run whose ``config.json`` does not say (written before it
+    did), as its policy files' metadata records it (``training.trainer``); None when none
+    says."""
+    from rummy500_env.agents.policy_file import load_policy_file
+
+    for path in [*sorted(run.glob("snapshots/*.pt"), reverse=True), run / "eval_policy.pt"]:
+        try:
+            training = load_policy_file(path)["metadata"].get("training")
+        except Rummy500Error:
+            continue
+        if isinstance(training, dict) and isinstance(training.get("trainer"), str):
+            return str(training["trainer"])
+    return None
 
 
 def check_int_flags(cls: type[TrainArgs], argv: list[str]) -> None:
