@@ -5,6 +5,7 @@ Processes are stopped and killed by their own PID, and every wait is bounded."""
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import os
 import pickle
@@ -29,7 +30,14 @@ from rummy500_env.training.model import new_model
 from rummy500_env.training.ppo import args_from_dict as ppo_args_from_dict
 from rummy500_env.training.ppo import main as ppo_main
 from rummy500_env.training.run import RunFolder, export_policy
-from rummy500_env.training.settings import ConfigError, command_line, load_yaml
+from rummy500_env.training.settings import (
+    ROLLOUT_SCALARS,
+    ConfigError,
+    check_rollout_memory,
+    command_line,
+    load_yaml,
+    rollout_bytes,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -160,3 +168,68 @@ def test_a_new_run_records_its_trainer_and_another_trainer_refuses_it(tmp_path):
     (run / "checkpoints" / "step_0000000100.pt").write_bytes(b"")
     with pytest.raises(ConfigError, match=rf"^{run} is a training.ppo run: resume it with "):
         command_line(ExploitArgs, ["--resume", str(run)], None)
+
+
+# --- item 4 (the shared part): sizes that cannot fit
+
+
+@pytest.mark.parametrize("trainer", ["ppo", "jax_ppo"])
+def test_every_ppo_trainer_refuses_a_minibatch_larger_than_its_rollout(trainer):
+    """training.ppo refused ``minibatch_size`` above ``n_steps * n_games``; training.jax_ppo
+    took it. The check is now the shared settings' (`PPOArgs.validate`)."""
+    if trainer == "jax_ppo":
+        pytest.importorskip("jax")
+    module = importlib.import_module(f"rummy500_env.training.{trainer}")
+    sizes = {"n_games": 8, "n_steps": 16}
+    module.args_from_dict(load_yaml(trainer) | sizes | {"minibatch_size": 128}).validate()
+    too_big = module.args_from_dict(load_yaml(trainer) | sizes | {"minibatch_size": 129})
+    with pytest.raises(ConfigError, match=r"^minibatch_size=129 .* n_steps \* n_games = 128$"):
+        too_big.validate()
+
+
+def test_a_rollout_larger_than_the_memory_is_refused_naming_the_sizes():
+    """``training.jax_ppo --n-games 30000000`` failed in XLA (RESOURCE_EXHAUSTED, or SIGABRT on
+    bad_alloc) after the run folder was written; `check_rollout_memory` refuses it first."""
+    obs, actions = 865, 360  # standard's observation and action ids
+    per_step = 4 * obs + actions + 4 * ROLLOUT_SCALARS
+    assert rollout_bytes(128, 64, obs, actions) == 128 * 64 * per_step
+    assert check_rollout_memory(128, 64, obs, actions, limit=2**30) == 128 * 64 * per_step
+    with pytest.raises(ConfigError, match=r"n_games=30000000 x n_steps=64 .* 80.0 GiB of the GPU"):
+        check_rollout_memory(30_000_000, 64, obs, actions, limit=80 * 2**30, where="the GPU")
+    with pytest.raises(ConfigError, match="this machine's memory"):
+        check_rollout_memory(10**12, 64, obs, actions)
+
+
+# --- item 5: finite numbers that overflow
+
+
+@pytest.mark.parametrize(
+    ("fields", "name"),
+    [
+        ({"opponents": {"greedy": 1e308, "self": 1.0}}, "opponents"),
+        ({"opponents": {"greedy": 3e38, "random": 3e38}}, "opponents"),  # each fits, not the sum
+        ({"ent_coef": 1e39}, "ent_coef"),  # float32's infinity
+        ({"vf_coef": 1e39}, "vf_coef"),
+    ],
+)
+def test_weights_and_coefficients_beyond_float32_are_refused(fields, name):
+    """``--opponents.greedy 1e308`` was an OverflowError traceback and ``--ent-coef 1e39``
+    trained until "diverged"; both are refused in one line, naming the field."""
+    with pytest.raises(ConfigError, match=rf"^{name}=.*float32's largest"):
+        ppo_args_from_dict(load_yaml("ppo") | fields).validate()
+
+
+@pytest.mark.slow
+def test_a_run_diverged_by_a_huge_coefficient_is_told_to_lower_it(tmp_path, capsys):
+    """``--ent-coef 1e39`` reached "training diverged ... use a lower --learning-rate", the
+    wrong advice; a coefficient that large is the setting named now."""
+    run = tmp_path / "run"
+    argv = ["--rules", "standard,target=100", "--n-games", "4", "--n-steps", "16"]
+    argv += ["--minibatch-size", "64", "--channels", "4", "--blocks", "1", "--hidden", "8"]
+    argv += ["--threads", "1", "--no-progress", "--total-timesteps", "64", "--ent-coef", "1e30"]
+    argv += ["--eval-bots", "random", "--run-dir", str(run)]
+    assert ppo_main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: training diverged at update 1"), err
+    assert "start the run again with a lower --ent-coef (it is 1e+30" in err
+    assert "--learning-rate" not in err

@@ -182,12 +182,6 @@ class Args(DeviceArgs, PPOArgs):
         require(self, self.network in KINDS, "network", f"use one of {KINDS}")
         require(
             self,
-            self.minibatch_size <= self.rollout_size,
-            "minibatch_size",
-            f"use at most n_steps * n_games = {self.rollout_size}",
-        )
-        require(
-            self,
             self.init_policy is None or kind_of(Path(self.init_policy), "init_policy") == "file",
             "init_policy",
             "give the path of an exported policy file",
@@ -471,7 +465,7 @@ class Trainer:
             self.state["updates"] += 1
             self.state["timesteps"] += args.rollout_size
             where = f"update {self.state['updates']} ({self.timesteps:,} timesteps)"
-            stop_if_diverged(losses, where, self.run.path)  # before it is saved anywhere
+            stop_if_diverged(losses, where, self.run.path, args)  # before it is saved anywhere
             if isinstance(self.collector, ParallelCollector):
                 self.collector.publish(self.model)  # the rest of the next rollout, by these
             steps_since += args.rollout_size

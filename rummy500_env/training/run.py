@@ -51,20 +51,48 @@ class TrainingDivergedError(Rummy500Error):
     checkpoint, snapshot or export of the weights it spoiled."""
 
 
-def stop_if_diverged(figures: dict[str, float], where: str, run: Path) -> None:
+COEFFICIENTS = ("ent_coef", "vf_coef")
+"""The loss's coefficients, which `divergence_cure` names when one is far from PPO's."""
+USUAL_COEFFICIENT = 10.0
+"""A coefficient above this is far beyond those PPO trains with (an entropy bonus of about
+0.01, a value weight of about 0.5): when a run with one diverges, it is the setting to lower."""
+
+
+def divergence_cure(args: object | None) -> str:
+    """The setting a diverged run should change, as a flag with its value: a loss coefficient
+    of `args` far beyond PPO's usual ones (`USUAL_COEFFICIENT`), else the learning rate."""
+    if args is not None:
+        for name in COEFFICIENTS:
+            value = getattr(args, name, None)
+            if isinstance(value, int | float) and value > USUAL_COEFFICIENT:
+                return (
+                    f"a lower --{name.replace('_', '-')} (it is {value:g}, far beyond PPO's "
+                    "usual ones, below 1)"
+                )
+        rate = getattr(args, "learning_rate", None)
+        if isinstance(rate, int | float):
+            return f"a lower --learning-rate (it is {rate:g})"
+    return "a lower --learning-rate"
+
+
+def stop_if_diverged(
+    figures: dict[str, float], where: str, run: Path, args: object | None = None
+) -> None:
     """Raise `TrainingDivergedError` naming the figure, its value and the step (`where`) when
-    any of a step's `figures` (its losses, its gradient norm) is NaN or infinite. A trainer
-    calls it after each update and before it writes anything, so the run folder keeps its
-    last good checkpoint and the diverged weights are never exported."""
+    any of a step's `figures` (its losses, its gradient norm) is NaN or infinite, and the
+    setting to change (`divergence_cure`, from the run's `args`). A trainer calls it after
+    each update and before it writes anything, so the run folder keeps its last good
+    checkpoint and the diverged weights are never exported."""
     for name, value in figures.items():
         if math.isfinite(value):
             continue
         saved = Checkpoints(run, 1).paths()
+        cure = divergence_cure(args)
         advice = (
             f"{str(run)!r} keeps its last checkpoint, {saved[0].name}: resume from it with "
-            f"--resume {run} and a lower --learning-rate"
+            f"--resume {run} and {cure}"
             if saved
-            else "no checkpoint was written yet: start the run again with a lower --learning-rate"
+            else f"no checkpoint was written yet: start the run again with {cure}"
         )
         raise TrainingDivergedError(
             f"training diverged at {where}: its {name} is {value}; the weights it spoiled "

@@ -16,14 +16,13 @@ import copy
 import dataclasses
 import itertools
 import json
-import math
 import os
 import stat
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from rummy500_env.agents.networks import ACTIVATIONS
 from rummy500_env.agents.policy_file import current_encoding
@@ -34,6 +33,9 @@ from rummy500_env.engine.numbers import read_int, shown
 from rummy500_env.engine.rules import Rules
 from rummy500_env.rl.observation import FEATURE_VERSIONS
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""float32's largest finite number (numpy's ``finfo(float32).max``): the networks and their
+losses compute in float32, so a weight or coefficient above it is infinity there."""
 SEEDS = 2**32
 """Seeds are ints below this: the trainers seed numpy's global generator, which takes no more."""
 BOTS = ("random", "greedy", "expert")
@@ -171,16 +173,18 @@ class SelfPlayArgs(TrainArgs):
 
 
 def require_pool(args: Any, self_is: str) -> None:
-    """Raise `ConfigError` unless ``args.opponents`` weighs "self" and agent specs with finite
-    weights >= 0, not all zero."""
+    """Raise `ConfigError` unless ``args.opponents`` weighs "self" and agent specs with weights
+    >= 0, not all zero, whose sum is a float32 number (`FLOAT32_MAX`): every share of the pool
+    (a weight over the sum, times the games) is then a number, never an overflow or NaN."""
     pool: dict[str, float] = args.opponents
     require(
         args,
         all(name == "self" or is_spec(name) for name in pool)
-        and all(0 <= w < math.inf for w in pool.values())
-        and sum(pool.values()) > 0,
+        and all(0 <= w <= FLOAT32_MAX for w in pool.values())
+        and 0 < sum(pool.values()) <= FLOAT32_MAX,
         "opponents",
-        f"give finite weights >= 0, not all zero, to {self_is} or agents: {ALLOWED}",
+        f"give finite weights >= 0, not all zero, adding up to at most {FLOAT32_MAX:.4g} "
+        f"(float32's largest), to {self_is} or agents: {ALLOWED}",
     )
 
 
@@ -210,6 +214,88 @@ class PPOArgs(SelfPlayArgs):
     max_grad_norm: float = 0.5
     """Gradient norm clip."""
 
+    def validate(self) -> None:
+        """`SelfPlayArgs.validate`, and a minibatch no larger than a rollout
+        (`check_minibatch`; each trainer's ``Args`` has the rollout's shape)."""
+        super().validate()
+        if isinstance(self, RolloutShape):
+            check_minibatch(self)
+
+
+@runtime_checkable
+class RolloutShape(Protocol):
+    """The rollout's shape and the minibatch of a trainer that collects ``n_steps`` steps of
+    ``n_games`` games per update (training.ppo, training.jax_ppo)."""
+
+    n_games: int
+    n_steps: int
+    minibatch_size: int
+
+
+def check_minibatch(args: RolloutShape) -> None:
+    """Raise `ConfigError` for a minibatch larger than a rollout (``n_steps * n_games``): no
+    gradient step could fill it. Left to the trainer's own checks when a size is no int >= 1,
+    so that they name it."""
+    sizes = (args.n_games, args.n_steps, args.minibatch_size)
+    if not all(type(size) is int and size >= 1 for size in sizes):
+        return
+    rollout = args.n_steps * args.n_games
+    require(
+        args,
+        args.minibatch_size <= rollout,
+        "minibatch_size",
+        f"use at most n_steps * n_games = {rollout}",
+    )
+
+
+ROLLOUT_SCALARS = 9
+"""The numbers of float32 size a device rollout holds per env step beside the observation and
+the mask (`training.jax_ppo.Trajectory`'s action, log-probability, value, learner flag,
+reward, done and finished return, and the update's advantage and return)."""
+
+
+def rollout_bytes(n_games: int, n_steps: int, obs_size: int, num_actions: int) -> int:
+    """The bytes of one rollout of `n_steps` env steps of `n_games` games held on the device
+    at once (training.jax_ppo's jitted rollout and update): per step, the observation of
+    `obs_size` float32 numbers, the mask of `num_actions` one-byte flags and `ROLLOUT_SCALARS`
+    float32 numbers. A lower bound of what the jitted call needs (its games, the network's
+    activations and XLA's buffers come on top), so a rollout refused by it cannot fit."""
+    per_step = 4 * obs_size + num_actions + 4 * ROLLOUT_SCALARS
+    return n_games * n_steps * per_step
+
+
+def physical_memory() -> int | None:
+    """This machine's memory in bytes, where the system says (None elsewhere)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows), or no such name
+        return None
+
+
+def check_rollout_memory(
+    n_games: int,
+    n_steps: int,
+    obs_size: int,
+    num_actions: int,
+    limit: int | None = None,
+    where: str = "this machine's memory",
+) -> int:
+    """Raise `ConfigError` naming the sizes when a rollout (`rollout_bytes`) exceeds `limit`
+    bytes (None: `physical_memory`; give a device's memory, e.g. JAX's
+    ``device.memory_stats()["bytes_limit"]`` on a GPU, with `where` naming it), before any
+    work: XLA would fail later with RESOURCE_EXHAUSTED or abort on ``bad_alloc``. Returns the
+    estimate."""
+    need = rollout_bytes(n_games, n_steps, obs_size, num_actions)
+    limit = physical_memory() if limit is None else limit
+    if limit is not None and need > limit:
+        raise ConfigError(
+            f"n_games={n_games} x n_steps={n_steps} is a rollout of at least "
+            f"{need / 2**30:,.1f} GiB (observations of {obs_size} float32 numbers, masks of "
+            f"{num_actions} actions), more than the {limit / 2**30:,.1f} GiB of {where}: "
+            "lower n_games or n_steps"
+        )
+    return need
+
 
 class PPONumbers(Protocol):
     """The hyperparameters the PPO trainers take, under the same names."""
@@ -230,7 +316,12 @@ def check_ppo(args: PPONumbers) -> None:
     require(args, 0 < args.gae_lambda <= 1, "gae_lambda", "use a number in (0, 1]")
     require(args, 0 < args.clip_range < 1, "clip_range", "use a number in (0, 1)")
     for name in ("ent_coef", "vf_coef"):
-        require(args, 0 <= getattr(args, name) < math.inf, name, "use a finite number >= 0")
+        require(
+            args,
+            0 <= getattr(args, name) <= FLOAT32_MAX,
+            name,
+            f"use a number from 0 to {FLOAT32_MAX:.4g} (float32's largest: the loss is float32)",
+        )
     require_positive_ints(args, "n_epochs")
 
 
