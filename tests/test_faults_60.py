@@ -27,6 +27,7 @@ from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
 from rummy500_env.training.exploit import Args as ExploitArgs
 from rummy500_env.training.exploit import gain
 from rummy500_env.training.model import new_model
+from rummy500_env.training.ppo import Trainer
 from rummy500_env.training.ppo import args_from_dict as ppo_args_from_dict
 from rummy500_env.training.ppo import main as ppo_main
 from rummy500_env.training.run import RunFolder, export_policy
@@ -233,3 +234,22 @@ def test_a_run_diverged_by_a_huge_coefficient_is_told_to_lower_it(tmp_path, caps
     assert err.startswith("error: training diverged at update 1"), err
     assert "start the run again with a lower --ent-coef (it is 1e+30" in err
     assert "--learning-rate" not in err
+
+
+# --- item 12: more collection processes than cores
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("workers", "warned"), [(2, True), (1, False)])
+def test_collect_workers_beyond_the_usable_cores_are_warned_of(
+    tmp_path, monkeypatch, capsys, workers, warned
+):
+    """``collect_workers`` could be as large as ``n_games``: 63 torch processes of ~280 MB on
+    2 cores without a word. Beyond the usable cores a warning says what they cost."""
+    monkeypatch.setattr("rummy500_env.training.ppo.usable_cores", lambda: 1)
+    fields = {"n_games": 4, "n_steps": 4, "minibatch_size": 16, "channels": 4, "hidden": 8}
+    fields |= {"collect_workers": workers, "progress": False, "run_dir": str(tmp_path / "run")}
+    Trainer(ppo_args_from_dict(load_yaml("ppo") | fields), resume=False).close()
+    err = capsys.readouterr().err
+    assert ("warning: collect_workers=2 on 1 usable cores" in err) is warned, err
+    assert ("about 280 MB" in err) is warned

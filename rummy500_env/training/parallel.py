@@ -45,6 +45,10 @@ it uses, and the workers collect in the cycles it leaves idle, at full speed onc
 for them. At equal priority, two workers beside a two-thread update on two cores were far
 slower than no overlap; at this niceness, level with it (docs/speed.md)."""
 
+WORKER_MB = 280
+"""A collection worker's resident memory, measured (a spawned process with torch and its
+games): what `training.ppo` warns each process beyond the usable cores costs."""
+
 Buffers = dict[str, torch.Tensor]
 """One worker's rollout in shared memory: a tensor per `Rollout` field."""
 

@@ -50,6 +50,7 @@ from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.training.device import DeviceArgs, check_device, device_line, pick_device
 from rummy500_env.training.model import ADAM_EPS, ActorCritic, masked_logits, new_model, ppo_loss
 from rummy500_env.training.parallel import (
+    WORKER_MB,
     CollectionError,
     ParallelCollector,
     collection_processes,
@@ -376,6 +377,14 @@ class Trainer:
                 file=sys.stderr,
             )
         processes = collection_processes(args.collect_workers, args.n_games)
+        if processes > usable_cores():
+            print(
+                f"warning: collect_workers={processes} on {usable_cores()} usable cores: each "
+                f"process steps its games on one core, so beyond {usable_cores()} they take "
+                f"turns and collect no faster, and each holds its own torch (about "
+                f"{WORKER_MB} MB); use collect_workers auto (one per usable core)",
+                file=sys.stderr,
+            )
         parts = shares(args.n_games, processes)
         seeds = (games_seed, sampling_seed, snapshots)
         self.collector: Collector | ParallelCollector
