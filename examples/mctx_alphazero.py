@@ -77,9 +77,7 @@ def main() -> None:
             invalid_actions=~state.legal_action_mask,
             max_num_considered_actions=16,
         ).action
-        greedy = jax.vmap(bots.greedy_action, (None, None, 0, 0))(
-            env.shape, env.params, state._x, state.legal_action_mask
-        )
+        greedy = jax.vmap(lambda s: bots.greedy_action(env, s))(state)
         action = jnp.where(state.current_player == 0, searched, greedy)
         return step_all(state, action, jax.random.split(step_key, a.hands))
 

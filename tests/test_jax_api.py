@@ -2,8 +2,10 @@
 
 The game itself is compared with the engine in tests/test_jax_differential.py; this file
 checks the shell around it: `make` and what it refuses, pgx's `Env` behaviour (illegal
-actions, stepping an ended episode, the mask at the end), `to_game(from_game(g)) == g` over
-random positions, play on from an engine deal, and the message without JAX.
+actions, stepping an ended episode, the mask at the end), what it refuses (a float or an id of
+any width outside the range, another env's state, a player that is not one), `Env.to_game`
+of `Env.from_game` over random positions, play on from an engine deal, and the message without
+JAX.
 """
 
 from __future__ import annotations
@@ -97,9 +99,28 @@ def test_pgx_state_and_jit_vmap(hand_env: rj.Env, jitted: tuple) -> None:
     assert batch.legal_action_mask.shape == (8, 360)
     after = jax.jit(jax.vmap(hand_env.step))(batch, jnp.zeros(8, jnp.int32), keys)
     assert (after._step_count == 1).all() and (after.current_player == 0).all()
-    assert rj.to_game(after, 5) == rj.to_game(jax.tree_util.tree_map(lambda a: a[5], after))
+    one = jax.tree_util.tree_map(lambda a: a[5], after)
+    assert hand_env.to_game(after, 5) == hand_env.to_game(one)
     with pytest.raises(ValueError, match="index="):
-        rj.to_game(after)
+        hand_env.to_game(after)
+
+
+def test_state_holds_arrays_only_and_the_env_is_a_static_argument(hand_env: rj.Env) -> None:
+    """One state type: every field is an array (jit keys on shapes), and the env, hashable
+    by its configuration, is what a jitted function takes as static."""
+    state = hand_env.init(jax.random.PRNGKey(0))
+    leaves = jax.tree_util.tree_leaves(state)
+    assert all(isinstance(leaf, jax.Array) for leaf in leaves)
+    assert len(leaves) == len(jax.tree_util.tree_leaves(state._x)) + 7
+    same = rj.make("standard", episode="hand")
+    assert same == hand_env and hash(same) == hash(hand_env)
+    assert rj.make("standard") != hand_env
+
+    @jax.jit  # type: ignore[untyped-decorator]
+    def steps(state: rj.State) -> rj.State:
+        return jax.lax.fori_loop(0, 3, lambda i, s: hand_env.step(s, 0), state)
+
+    assert int(steps(state)._step_count) == 1  # the draw, then two illegal draws change nothing
 
 
 def test_illegal_action_ends_the_episode_with_a_penalty(jitted: tuple) -> None:
@@ -114,7 +135,65 @@ def test_illegal_action_ends_the_episode_with_a_penalty(jitted: tuple) -> None:
     again = step(bad, 0, jax.random.PRNGKey(0))  # an ended episode: nothing happens
     np.testing.assert_array_equal(again.rewards, [0.0, 0.0])
     assert int(again._step_count) == int(bad._step_count)
-    assert rj.to_game(again) == rj.to_game(bad)
+    # the position stays the one the action was tried in
+    kept = jax.tree_util.tree_map(lambda a, b: bool(np.array_equal(a, b)), bad._x, state._x)
+    assert all(jax.tree_util.tree_leaves(kept))
+
+
+@pytest.mark.parametrize("action", ["second draw", 10**6, -1])
+def test_to_game_refuses_a_state_ended_by_an_illegal_action(
+    hand_env: rj.Env, jitted: tuple, action: object
+) -> None:
+    """Issue 60 (3): after a second draw, or an id far outside the range, `to_game` used to
+    give a game that never happened (hands of 15 and 13; a pile holding card 999692)."""
+    init, step = jitted
+    state = step(init(jax.random.PRNGKey(5)), 0, jax.random.PRNGKey(0))  # drawn: play phase
+    bad = step(state, 0 if action == "second draw" else action, jax.random.PRNGKey(0))
+    assert bool(bad.terminated)
+    with pytest.raises(ValueError, match="ended by an illegal action"):
+        hand_env.to_game(bad)
+    assert hand_env.to_game(state).phase == "play"
+
+
+@pytest.mark.parametrize("action", [0.9, np.float32(2.0), True, jnp.float32(0.0)])
+def test_a_non_integer_action_is_refused(hand_env: rj.Env, action: object) -> None:
+    """Issue 60 (6): a float used to play id 0."""
+    state = hand_env.init(jax.random.PRNGKey(0))
+    with pytest.raises(TypeError, match=r"integer id 0\.\.359"):
+        hand_env.step(state, action)
+
+
+@pytest.mark.parametrize("action", [np.int64(2**32 + 1), 2**32, np.uint64(2**63), 360])
+def test_an_id_outside_the_range_is_illegal_whatever_its_width(
+    hand_env: rj.Env, action: object
+) -> None:
+    """Issue 60 (6): ``np.int64(2**32 + 1)`` used to play id 1 (narrowed to int32 first)."""
+    state = hand_env.init(jax.random.PRNGKey(0))
+    bad = hand_env.step(state, action)
+    assert bool(bad.terminated)
+    np.testing.assert_array_equal(bad.rewards, [-1.0, 1.0])
+    batch = jax.vmap(hand_env.init)(jax.random.split(jax.random.PRNGKey(0), 3))
+    traced = jax.vmap(hand_env.step)(batch, jnp.array([0, 360, -5], jnp.int32))
+    assert np.asarray(traced.terminated).tolist() == [False, True, True]
+
+
+def test_another_envs_state_and_other_players_are_refused(hand_env: rj.Env) -> None:
+    """Issue 60 (7): a state of another player count, and a player outside 0..n-1."""
+    three = rj.make("pagat,players=3", episode="hand")
+    theirs = three.init(jax.random.PRNGKey(0))
+    with pytest.raises(ValueError, match=r"arrays are for 3 players .* this env plays"):
+        hand_env.step(theirs, 0)
+    with pytest.raises(ValueError, match="arrays are for 3 players"):
+        hand_env.observe(theirs)
+    with pytest.raises(ValueError, match="arrays are for 3 players"):
+        hand_env.to_game(theirs)
+    with pytest.raises(ValueError, match="arrays are for 3 players"):
+        jax.vmap(hand_env.observe)(jax.vmap(three.init)(jax.random.split(jax.random.PRNGKey(0), 2)))
+    state = hand_env.init(jax.random.PRNGKey(0))
+    for player in (5, -1, 2, np.int64(7), 0.5):
+        with pytest.raises(ValueError, match=r"is not a player of this env: use an int 0\.\.1"):
+            hand_env.observe(state, player)
+    np.testing.assert_array_equal(hand_env.observe(state, np.int64(1)), hand_env.observe(state, 1))
 
 
 def test_three_players_illegal_penalty_is_zero_sum() -> None:
@@ -138,7 +217,7 @@ def test_plays_on_from_an_engine_deal(hand_env: rj.Env, jitted: tuple) -> None:
     for seed in (1, 2):
         e = raw_env(rules="standard", episode="hand")
         e.reset(seed=seed)
-        state = rj.from_game(e.game, hand_env)
+        state = hand_env.from_game(e.game)
         features = e.encoder.features_size
         while not bool(state.terminated):
             agent = e.agent_selection
@@ -154,7 +233,7 @@ def test_plays_on_from_an_engine_deal(hand_env: rj.Env, jitted: tuple) -> None:
                 state.rewards, np.float32([e.rewards[a] for a in e.possible_agents])
             )
         assert all(e.terminations.values())
-        assert rj.to_game(state) == e.game
+        assert hand_env.to_game(state) == e.game
 
 
 SUPPORTED_RULES = [
@@ -189,8 +268,9 @@ def test_to_game_from_game_round_trip(
             g.next_hand()
             continue
         g.apply(chooser.choice(g.legal_actions()))
-    state = rj.from_game(g)
-    assert rj.to_game(state) == g
+    env = rj.make(g.rules)
+    state = env.from_game(g)
+    assert env.to_game(state) == g
     if not g.is_hand_over:
         codec = ActionCodec(g.rules)
         assert np.flatnonzero(state.legal_action_mask).tolist() == sorted(codec.legal_ids(g))
@@ -198,8 +278,8 @@ def test_to_game_from_game_round_trip(
         assert bool(state.terminated | state.truncated)
 
 
-def test_from_game_refuses_rules_it_does_not_play() -> None:
-    with pytest.raises(RulesError, match="jokers=2"):
-        rj.from_game(Game.new(Rules(jokers=2), seed=1))
-    with pytest.raises(ValueError, match="not the env's"):
-        rj.from_game(Game.new("nordic", seed=1), rj.make("standard"))
+def test_from_game_refuses_another_envs_rules() -> None:
+    with pytest.raises(ValueError, match="are not this env's"):
+        rj.make("standard").from_game(Game.new("nordic", seed=1))
+    with pytest.raises(ValueError, match="are not this env's"):
+        rj.make("standard").from_game(Game.new(Rules(jokers=2), seed=1))

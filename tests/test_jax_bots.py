@@ -39,7 +39,7 @@ from rummy500_env.jax._state import (  # noqa: E402
     PLAY,
     Array,
     GameState,
-    Params,
+    RuleParams,
 )
 from rummy500_env.jax.env import init_core, step_core  # noqa: E402
 
@@ -63,14 +63,14 @@ LONG_ONLY = [
 def compiled(shape: Shape) -> tuple[Any, Any, Any]:
     """Jitted batched init, step and greedy_action for one shape (params traced)."""
 
-    def init(params: Params, keys: Array) -> Any:
+    def init(params: RuleParams, keys: Array) -> Any:
         return jax.vmap(lambda k: init_core(shape, params, k))(keys)
 
-    def step(params: Params, core: Any, actions: Array, keys: Array) -> Any:
-        return jax.vmap(lambda c, a, k: step_core(shape, params, c, a, k))(core, actions, keys)
+    def step(params: RuleParams, state: Any, actions: Array, keys: Array) -> Any:
+        return jax.vmap(lambda s, a, k: step_core(shape, params, s, a, k))(state, actions, keys)
 
-    def greedy(params: Params, x: GameState, mask: Array) -> Any:
-        return jax.vmap(bots.greedy_action, in_axes=(None, None, 0, 0))(shape, params, x, mask)
+    def greedy(params: RuleParams, x: GameState, mask: Array) -> Any:
+        return jax.vmap(bots.greedy, in_axes=(None, None, 0, 0))(shape, params, x, mask)
 
     return jax.jit(init), jax.jit(step), jax.jit(greedy)
 
@@ -85,14 +85,8 @@ def kind_of(i: int, shape: Shape) -> str:
     if i <= p:
         return "dig"
     return ["decline", "meld", "layoff", "discard"][
-        int(np.searchsorted([p + 2, p + 102, p + 258], i, side="right"))
+        int(np.searchsorted([shape.ids.meld, shape.ids.layoff, shape.ids.discard], i, "right"))
     ]
-
-
-def state_of(core: tuple[Any, ...], rules: Any) -> rj.State:
-    """The `State` of the env's core arrays (`env._wrap`)."""
-    player, obs, rewards, term, trunc, mask, steps, x = core
-    return rj.State(player, obs, rewards, term, trunc, mask, steps, x, _rules=rules)
 
 
 def restart(core: Any, fresh: Any, ended: np.ndarray) -> Any:
@@ -106,7 +100,7 @@ def compare(text: str, decisions: int, batch: int = 16, seed: int = 0) -> Counte
     """Play `batch` games of `text` until `decisions` positions are compared; returns counts of
     what the bot chose and of the positions seen."""
     env = rj.make(text, episode="hand")
-    rules, shape, params = env.rules, env.shape, env.params
+    rules, shape, params = env.rules, env.shape, env.rule_params
     init, step, greedy = compiled(shape)
     agent = GreedyAgent(rules)
     rng = np.random.default_rng(seed)
@@ -116,12 +110,11 @@ def compare(text: str, decisions: int, batch: int = 16, seed: int = 0) -> Counte
     seen: Counter[str] = Counter()
     p = shape.max_pile
     while seen["decisions"] < decisions:
-        ours = np.asarray(greedy(params, core[7], core[5]))
+        ours = np.asarray(greedy(params, core._x, core.legal_action_mask))
         host = jax.device_get(core)
-        state = state_of(host, rules)
         actions = np.zeros(batch, np.int32)
         for b in range(batch):
-            game = rj.to_game(state, b)
+            game = env.to_game(host, b)
             view = game.seat_view(game.current_player)
             legal = game.legal_actions()
             chosen = agent.decide(view, legal)
@@ -129,7 +122,7 @@ def compare(text: str, decisions: int, batch: int = 16, seed: int = 0) -> Counte
             assert ours[b] == theirs, (text, game.to_dict(), str(chosen), int(ours[b]))
             seen["decisions"] += 1
             seen[kind_of(theirs, shape)] += 1
-            mask = host[5][b]
+            mask = host.legal_action_mask[b]
             if game.phase == "draw" and mask[1 : 1 + p].any():
                 seen["take declined" if theirs in (0, p + 1) else "take worth it"] += 1
                 if mask[2 : 1 + p].any() and kind_of(theirs, shape) != "dig":
@@ -144,7 +137,7 @@ def compare(text: str, decisions: int, batch: int = 16, seed: int = 0) -> Counte
             actions[b] = theirs if rng.random() < 0.5 else rng.choice(legal_ids)
         key, sub, deal = jax.random.split(key, 3)
         core = step(params, core, jnp.asarray(actions), jax.random.split(sub, batch))
-        ended = np.asarray(core[3] | core[4])
+        ended = np.asarray(core.terminated | core.truncated)
         if ended.any():  # a new deal where the hand is over
             core = restart(core, init(params, jax.random.split(deal, batch)), ended)
             seen["hands"] += int(ended.sum())
@@ -246,7 +239,7 @@ def test_plan_matches_heuristics_on_random_tables() -> None:
     table = {k: jnp.asarray(np.stack([t[k] for t in tables])) for k in tables[0]}
 
     @jax.jit  # type: ignore[untyped-decorator]  # jax is pytest.importorskip's Any
-    def run(params: Params, table: dict[str, Array], hands: Array) -> Any:
+    def run(params: RuleParams, table: dict[str, Array], hands: Array) -> Any:
         def one(table: dict[str, Array], hand: Array) -> Any:
             x = x0.replace(**table)
             fits, target = bots.held_fits(x.meld_of, (x.meld_of >= 0) & x.meld_run[x.meld_of])
@@ -256,7 +249,7 @@ def test_plan_matches_heuristics_on_random_tables() -> None:
 
     ends = two_places = 0
     for text in ("standard", "fives"):
-        params = rj.make(text).params
+        params = rj.make(text).rule_params
         scoring = "fives" if text == "fives" else "pip"
         (value, used), fits, target, expected_fits = jax.device_get(run(params, table, hands))
         off_table = np.stack([t["meld_of"] for t in tables]) < 0
@@ -297,14 +290,13 @@ def test_greedy_jits_alone_and_in_a_batch() -> None:
     env = rj.make("standard")
     init, step, greedy = compiled(env.shape)
     batch = 16  # the differential test's: its compiles serve
-    core = init(env.params, jax.random.split(jax.random.PRNGKey(1), batch))
+    core = init(env.rule_params, jax.random.split(jax.random.PRNGKey(1), batch))
     for i in range(6):  # a few moves in, so the pile has depth
-        actions = greedy(env.params, core[7], core[5])
-        core = step(env.params, core, actions, jax.random.split(jax.random.PRNGKey(i), batch))
-    batched = np.asarray(greedy(env.params, core[7], core[5]))
+        actions = greedy(env.rule_params, core._x, core.legal_action_mask)
+        core = step(env.rule_params, core, actions, jax.random.split(jax.random.PRNGKey(i), batch))
+    batched = np.asarray(greedy(env.rule_params, core._x, core.legal_action_mask))
     alone = jax.jit(bots.greedy_action, static_argnums=0)
-    phases = np.asarray(core[7].phase).tolist()
+    phases = np.asarray(core._x.phase).tolist()
     for b in (phases.index(DRAW), phases.index(PLAY)):
-        x = jax.tree_util.tree_map(lambda a, b=b: a[b], core[7])
-        a = alone(env.shape, env.params, x, core[5][b])
+        a = alone(env, jax.tree_util.tree_map(lambda a, b=b: a[b], core))
         assert a.shape == () and a.dtype == jnp.int32 and int(a) == batched[b]

@@ -26,7 +26,6 @@ import jax.numpy as jnp  # noqa: E402
 
 import rummy500_env.jax as rj  # noqa: E402
 from rummy500_env import raw_env  # noqa: E402
-from rummy500_env.jax._rules import Shape  # noqa: E402
 from rummy500_env.jax.env import init_core, observe_core, step_core  # noqa: E402
 
 CONFIGS: list[tuple[str, str, str | None]] = [
@@ -65,24 +64,24 @@ NO_END_EXPECTED = {"standard", "pagat", "nordic,players=3,hand_limit=2"}
 
 
 @functools.cache
-def batched(shape: Shape) -> Any:
+def batched(shape: Any) -> Any:
     """Batched, jitted init/step/observe for one shape (params traced: shared by configs)."""
     n = shape.players
 
     def init(params: Any, keys: Any) -> Any:
         return jax.vmap(lambda k: init_core(shape, params, k))(keys)
 
-    def step(params: Any, core: Any, actions: Any, keys: Any) -> Any:
-        return jax.vmap(lambda c, a, k: step_core(shape, params, c, a, k))(core, actions, keys)
+    def step(params: Any, state: Any, actions: Any, keys: Any) -> Any:
+        return jax.vmap(lambda s, a, k: step_core(shape, params, s, a, k))(state, actions, keys)
 
-    def observe_all(params: Any, x: Any) -> Any:
-        each = jax.vmap(lambda q, x: observe_core(shape, params, x, q), in_axes=(0, None))
-        return jax.vmap(lambda x: each(jnp.arange(n), x))(x)
+    def observe_all(params: Any, state: Any) -> Any:
+        each = jax.vmap(lambda q, s: observe_core(shape, params, s, q), in_axes=(0, None))
+        return jax.vmap(lambda s: each(jnp.arange(n), s))(state)
 
-    def restart(params: Any, core: Any, keys: Any, flags: Any) -> Any:
+    def restart(params: Any, state: Any, keys: Any, flags: Any) -> Any:
         fresh = init(params, keys)
         return jax.tree_util.tree_map(
-            lambda f, c: jnp.where(flags.reshape((-1,) + (1,) * (c.ndim - 1)), f, c), fresh, core
+            lambda f, c: jnp.where(flags.reshape((-1,) + (1,) * (c.ndim - 1)), f, c), fresh, state
         )
 
     return jax.jit(init), jax.jit(step), jax.jit(observe_all), jax.jit(restart)
@@ -99,17 +98,13 @@ def choose(
     return int(rng.choice(legal))
 
 
-def state_at(rules: Any, core: Any, b: int) -> rj.State:
-    return rj.State(*core, _rules=rules)
-
-
 def play(
     text: str, episode: str, reward: str | None, decisions: int, batch: int, seed: int
 ) -> dict[str, int]:
     """Drive `batch` games through both engines until `decisions` decisions are checked;
     returns counts of what was seen (decisions, hand ends, episode ends, truncations)."""
     env = rj.make(text, episode=episode, reward=reward)
-    rules, shape, params = env.rules, env.shape, env.params
+    rules, shape, params = env.rules, env.shape, env.rule_params
     init, step, observe_all, restart = batched(shape)
     key = jax.random.PRNGKey(seed)
     key, sub = jax.random.split(key)
@@ -121,20 +116,20 @@ def play(
     meld_base, discard_base = envs[0].codec.MELD, envs[0].codec.DISCARD
     host = jax.device_get(core)
     for b, e in enumerate(envs):
-        e.reset(options={"position": rj.to_game(state_at(rules, host, b), b)})
+        e.reset(options={"position": env.to_game(host, b)})
     agents = envs[0].possible_agents
     rng = np.random.default_rng(seed)
     seen = {"decisions": 0, "hands": 0, "episodes": 0, "truncated": 0, "went_out": 0}
-    obs = np.asarray(observe_all(params, core[7]))  # (batch, players, features)
+    obs = np.asarray(observe_all(params, core))  # (batch, players, features)
     while seen["decisions"] < decisions:
         actions = np.zeros(batch, np.int32)
         for b, e in enumerate(envs):
             agent = e.agent_selection
-            assert int(host[0][b]) == agents.index(agent)
+            assert int(host.current_player[b]) == agents.index(agent)
             # the whole position (Game's == compares to_dict(): the same, slower)
-            assert rj.to_game(state_at(rules, host, b), b).position() == e.game.position()
+            assert env.to_game(host, b).position() == e.game.position()
             mask = e.observe(agent)["action_mask"]
-            np.testing.assert_array_equal(host[5][b], mask.astype(bool))
+            np.testing.assert_array_equal(host.legal_action_mask[b], mask.astype(bool))
             for q, a in enumerate(agents):
                 theirs = e.observe(a)["observation"][:features]
                 assert obs[b, q].tobytes() == theirs.tobytes(), (
@@ -142,22 +137,22 @@ def play(
                     q,
                     np.flatnonzero(obs[b, q] != theirs),
                 )
-            np.testing.assert_array_equal(host[1][b], obs[b, host[0][b]])
+            np.testing.assert_array_equal(host.observation[b], obs[b, host.current_player[b]])
             actions[b] = choose(rng, np.flatnonzero(mask), discard_base, meld_base, b % 2 == 0)
             e.step(int(actions[b]))
         key, sub = jax.random.split(key)
         core = step(params, core, jnp.asarray(actions), jax.random.split(sub, batch))
         host = jax.device_get(core)
-        obs = np.asarray(observe_all(params, core[7]))
+        obs = np.asarray(observe_all(params, core))
         seen["decisions"] += batch
         ended = np.zeros(batch, bool)
         for b, e in enumerate(envs):
             rewards = np.array([e.rewards[a] for a in agents], np.float32)
-            assert host[2][b].tobytes() == rewards.tobytes(), (b, host[2][b], rewards)
-            x = jax.tree_util.tree_map(lambda a, b=b: a[b], host[7])
+            assert host.rewards[b].tobytes() == rewards.tobytes(), (b, host.rewards[b], rewards)
+            x = jax.tree_util.tree_map(lambda a, b=b: a[b], host._x)
             term = any(e.terminations.values())
             trunc = any(e.truncations.values())
-            assert (bool(host[3][b]), bool(host[4][b])) == (term, trunc)
+            assert (bool(host.terminated[b]), bool(host.truncated[b])) == (term, trunc)
             info = e.infos[agents[0]]
             if "hand_scores" not in info:
                 continue
@@ -166,7 +161,7 @@ def play(
             assert list(x.scores) == info["hand_scores"]
             if term or trunc:
                 assert list(x.totals + x.scores) == info["totals"]
-                assert host[5][b].all()  # pgx: all True once the episode is over
+                assert host.legal_action_mask[b].all()  # pgx: all True once the episode is over
                 for q, a in enumerate(agents):  # the last observation of each player
                     theirs = e.observe(a)["observation"][:features]
                     assert obs[b, q].tobytes() == theirs.tobytes(), (b, q)
@@ -176,7 +171,7 @@ def play(
             else:  # the next hand: the JAX step dealt it; the engine plays on from that deal
                 assert list(x.totals) == info["totals"]
                 assert int(x.hands_played) == info["hands_played"] == e.game.hands_played
-                game = rj.to_game(state_at(rules, host, b), b)
+                game = env.to_game(host, b)
                 assert game.totals_before == e.game.totals_before
                 assert game.dealer == e.game.dealer
                 e.game = game
@@ -185,9 +180,9 @@ def play(
             key, sub = jax.random.split(key)
             core = restart(params, core, jax.random.split(sub, batch), jnp.asarray(ended))
             host = jax.device_get(core)
-            obs = np.asarray(observe_all(params, core[7]))
+            obs = np.asarray(observe_all(params, core))
             for b in np.flatnonzero(ended):
-                envs[b].reset(options={"position": rj.to_game(state_at(rules, host, b), b)})
+                envs[b].reset(options={"position": env.to_game(host, b)})
     return seen
 
 

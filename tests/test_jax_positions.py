@@ -2,9 +2,9 @@
 
 Random play rarely builds a run of all thirteen ranks, an ace laid off on 2..K, a dig that
 only a lay-off makes legal, or an open obligation under `discard_to_go_out`. Each position
-below is set up in the engine (`Game.from_dict`), taken over with `from_game`, and from it
+below is set up in the engine (`Game.from_dict`), taken over with `Env.from_game`, and from it
 every legal action is played in both engines: the positions after it must be equal
-(`to_game`), and so must every player's observation (the feature part of the env's encoder).
+(`Env.to_game`), and so must every player's observation (the feature part of the env's encoder).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def test_every_legal_action_from_an_edge_position(name: str) -> None:
     env = rj.make(start.rules, episode="hand")
     step = env.step  # the compiled core, shared by every env of this shape
     codec, encoder = ActionCodec(start.rules), ObservationEncoder(start.rules)
-    state = rj.from_game(start, env)
+    state = env.from_game(start)
     legal = codec.legal_ids(start)
     assert np.flatnonzero(state.legal_action_mask).tolist() == sorted(legal)
     assert legal
@@ -143,7 +143,7 @@ def test_every_legal_action_from_an_edge_position(name: str) -> None:
         g = start.copy()
         g.play_unchecked(codec.decode(g, action))
         after = step(state, action, jax.random.PRNGKey(0))
-        assert rj.to_game(after) == g, codec.action_to_str(start, action)
+        assert env.to_game(after) == g, codec.action_to_str(start, action)
         for q in range(start.rules.players):
             ours = np.asarray(env.observe(after, q))
             theirs = encoder.encode(g, q)[: encoder.features_size]

@@ -127,9 +127,7 @@ def test_the_loss_is_training_ppo_s_loss():
         "adv": jnp.asarray(gen.normal(size=32), jnp.float32),
         "ret": jnp.asarray(gen.normal(size=32), jnp.float32),
     }
-    plan = jax_ppo.Plan(
-        network, env.shape, 32, 1, (0, 32, 0), 32, 1, 0.99, 0.95, 0.2, 0.01, 0.5, 0.5
-    )
+    plan = jax_ppo.Plan(network, env, 32, 1, (0, 32, 0), 32, 1, 0.99, 0.95, 0.2, 0.01, 0.5, 0.5)
     loss, stats = jax_ppo.ppo_loss(plan, params, batch, jnp.ones(32, bool))
     obs = torch.from_numpy(np.array(state.observation))
     with torch.no_grad():

@@ -243,6 +243,22 @@ def test_from_position_runs_the_same_checks_as_from_dict():
     assert problems_of(d) == [lost]
 
 
+@pytest.mark.parametrize(
+    ("place", "card"), [("pile", 999692), ("stock", 60), ("hands", 53), ("stock", -1)]
+)
+def test_from_position_refuses_ids_that_are_no_card(place, card):
+    """Issue 60 (3): an id outside the deck (a JAX state's array after an illegal id) was
+    accepted as long as each of the 52 cards was present once; it must be refused by name."""
+    sound = Game.from_dict(small()).position()
+    if place == "hands":
+        broken = dataclasses.replace(sound, hands=(sound.hands[0] + (card,), sound.hands[1]))
+    else:
+        broken = dataclasses.replace(sound, **{place: (*getattr(sound, place), card)})
+    with pytest.raises(InvalidPositionError) as e:
+        Game.from_position(broken)
+    assert e.value.problems == [f"card ids must be 0..51 (or 52 for a joker), got {card}"]
+
+
 # --- positions after the end of a game (issue 20)
 
 

@@ -159,6 +159,11 @@ def _deck_problems(p: Position, loose: tuple[Card, ...]) -> list[str]:
     counts.update(p.stock)
     counts.update(p.pile)
     counts.update(JOKER if m.jokers >> c & 1 else c for m in p.melds for c in m.cards)
+    strange = sorted((c for c in counts if type(c) is not int or not 0 <= c <= JOKER), key=str)
+    if strange:  # ids that are no card (JAX arrays, hand-built positions): nothing else to read
+        return [
+            f"card ids must be 0..51 (or {JOKER} for a joker), got {', '.join(map(shown, strange))}"
+        ]
     extra = [f"{card_str(c)} x{k}" for c, k in sorted(counts.items()) if c < JOKER and k > copies]
     lost = [card_str(c) for c in range(52) if counts[c] < copies]
     out = []

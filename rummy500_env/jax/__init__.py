@@ -9,9 +9,10 @@
 The rules of docs/rules.md §1–4 for one deck and 2–4 players, as pure functions over
 fixed-shape arrays (`_rules`, `_observe`): everything jit-compiles and vmaps. Same action ids
 as `rummy500_env.rl.actions` and the same observation features as `raw_env`, float for float;
-`to_game` and `from_game` move a position between this engine and the engine `Game`
-(tests/test_jax_differential.py plays both from the same deals). Jokers, calls, two decks and
-more players are refused by `make` with a `RulesError` naming what is supported.
+`Env.to_game` and `Env.from_game` move a position between this engine and the engine `Game`
+(tests/test_jax_differential.py plays both from the same deals). `State` holds arrays only;
+the rules live on the `Env`. Jokers, calls, two decks and more players are refused by `make`
+with a `RulesError` naming what is supported.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ except ImportError as e:  # pragma: no cover - tested with jax hidden
     ) from e
 
 from rummy500_env.jax._state import State
-from rummy500_env.jax.convert import from_game, to_game
 from rummy500_env.jax.env import SUPPORTED, Env, make
 
-__all__ = ["SUPPORTED", "Env", "State", "from_game", "make", "to_game"]
+__all__ = ["SUPPORTED", "Env", "State", "make"]

@@ -21,7 +21,7 @@ from rummy500_env.jax._rules import (
     table_points,
     top_take_obligated,
 )
-from rummy500_env.jax._state import DRAW, NUM_CARDS, PLAY, Array, GameState, Params
+from rummy500_env.jax._state import DRAW, NUM_CARDS, PLAY, Array, GameState, RuleParams
 
 
 def features_size(shape: Shape) -> int:
@@ -42,7 +42,7 @@ def _clip(x: Array) -> Array:
     return jnp.clip(x, -2.0, 2.0)
 
 
-def observe(shape: Shape, params: Params, x: GameState, player: Array) -> Array:
+def observe(shape: Shape, params: RuleParams, x: GameState, player: Array) -> Array:
     """float32 (features_size,): what `player` sees, rotated so that it is seat 0."""
     n = shape.players
     f32 = jnp.float32

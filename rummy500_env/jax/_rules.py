@@ -5,12 +5,13 @@ appears once here, vectorised (every pile depth, template, card and meld at once
 kind of an action picks its branch with `lax.switch`. Nothing here loops in Python over data:
 every function jit-compiles and vmaps. Comments name the engine method each function mirrors.
 
-`Shape` is what fixes the arrays' shapes (static under `jit`); `Params` holds the other rule
+`Shape` is what fixes the arrays' shapes (static under `jit`); `RuleParams` holds the other rule
 fields as traced scalars.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -18,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rummy500_env.engine.melds import FIVES_HAND, MELD_TEMPLATES, PIP_HAND, RUN_PARTNERS
+from rummy500_env.engine.rules import Rules
 from rummy500_env.jax._state import (
     DRAW,
     GAME_OVER,
@@ -28,11 +30,30 @@ from rummy500_env.jax._state import (
     PLAY,
     Array,
     GameState,
-    Params,
+    RuleParams,
 )
+from rummy500_env.rl.actions import ActionCodec
 
 SET, RUN_LOW, RUN_HIGH = 0, 1, 2
 """Where a lay-off lands (`melds.layoff_end`)."""
+
+
+class Ids(NamedTuple):
+    """The base of each id range and the count of ids (`rl.actions.ActionCodec`, no jokers,
+    no calls)."""
+
+    pile: int
+    decline: int
+    meld: int
+    layoff: int
+    discard: int
+    size: int
+
+
+@functools.cache
+def _ids(players: int) -> Ids:
+    codec = ActionCodec(Rules(players=players))
+    return Ids(codec.PILE, codec.DECLINE, codec.MELD, codec.LAYOFF, codec.DISCARD, codec.size)
 
 
 class Shape(NamedTuple):
@@ -47,23 +68,13 @@ class Shape(NamedTuple):
         return NUM_CARDS - self.players
 
     @property
+    def ids(self) -> Ids:
+        """The action layout (the action ids depend only on the players here)."""
+        return _ids(self.players)
+
+    @property
     def num_actions(self) -> int:
-        return self.max_pile + 310
-
-
-class Ids(NamedTuple):
-    """The base of each id range (`rl.actions.ActionCodec`, no jokers, no calls)."""
-
-    pile: int
-    decline: int
-    meld: int
-    layoff: int
-    discard: int
-
-
-def ids(shape: Shape) -> Ids:
-    p = shape.max_pile
-    return Ids(1, 1 + p, 2 + p, 102 + p, 258 + p)
+        return self.ids.size
 
 
 # --- tables (numpy, from the engine's own tables) ------------------------------------------------
@@ -71,7 +82,16 @@ def ids(shape: Shape) -> Ids:
 CARDS = np.arange(NUM_CARDS, dtype=np.int32)
 RANK = CARDS % 13
 TEMPLATES = np.array(MELD_TEMPLATES, dtype=np.int32)
-"""(100, 3): every three-card meld in table order, in the action codec's order."""
+"""(templates, 3): every three-card meld in table order, in the action codec's order."""
+TEMPLATE_RUN = RANK[TEMPLATES[:, 0]] != RANK[TEMPLATES[:, 1]]
+"""bool (templates,): the template is a run (else a set)."""
+TEMPLATE_SUIT = np.where(TEMPLATE_RUN, TEMPLATES[:, 0] // 13, 0).astype(np.int32)
+"""A run template's suit (0 for a set, as `GameState.meld_suit`)."""
+TEMPLATE_LO = np.where(TEMPLATE_RUN, RANK[TEMPLATES[:, 0]] + 1, RANK[TEMPLATES[:, 0]])
+TEMPLATE_LO = TEMPLATE_LO.astype(np.int32)
+"""A run template's low ordinal (its first card, ace low 1), a set's rank (`meld_lo`)."""
+TEMPLATE_HI = np.where(TEMPLATE_RUN, TEMPLATE_LO + 2, TEMPLATE_LO).astype(np.int32)
+"""A run template's high ordinal, a set's rank (`meld_hi`)."""
 RANK_MATES = np.array(
     [[s * 13 + c % 13 for s in range(4) if s * 13 + c % 13 != c] for c in range(NUM_CARDS)],
     dtype=np.int32,
@@ -94,7 +114,7 @@ PIP_VALUES = np.array([PIP_HAND[r] for r in RANK], dtype=np.int32)
 FIVES_VALUES = np.array([FIVES_HAND[r] for r in RANK], dtype=np.int32)
 
 
-def card_values(params: Params) -> Array:
+def card_values(params: RuleParams) -> Array:
     """Each card's value in hand, and on the table unless it is an ace low in a run."""
     return jnp.where(params.fives, FIVES_VALUES, PIP_VALUES)
 
@@ -143,7 +163,7 @@ def table_fits(x: GameState) -> Array:
     return fits[:, :NUM_CARDS]
 
 
-def table_points(x: GameState, params: Params, players: int) -> Array:
+def table_points(x: GameState, params: RuleParams, players: int) -> Array:
     """int32 (players,): the value of the cards each player put on the table, read from the
     melds' shapes now (`scoring.table_points`: an ace low in a run that is not all thirteen
     ranks scores 1, or 5 under fives)."""
@@ -157,18 +177,18 @@ def table_points(x: GameState, params: Params, players: int) -> Array:
     return jnp.where(mine, value[None, :], 0).sum(axis=1, dtype=jnp.int32)
 
 
-def hand_scores(x: GameState, params: Params, players: int) -> Array:
+def hand_scores(x: GameState, params: RuleParams, players: int) -> Array:
     """int32 (players,): table points minus the value of the hand (`Game.hand_scores`)."""
     in_hand = jnp.where(x.hands, card_values(params)[None, :], 0).sum(axis=1, dtype=jnp.int32)
     return table_points(x, params, players) - in_hand
 
 
-def top_take_obligated(x: GameState, params: Params) -> Array:
+def top_take_obligated(x: GameState, params: RuleParams) -> Array:
     """Taking the top card carries the dig obligation now (`Game.top_take_obligated`)."""
     return params.top_card_must_meld | ((x.stock_size == 0) & (params.stock_out == 2))
 
 
-def _leaves_a_card(params: Params, size: Array, played: int) -> Array:
+def _leaves_a_card(params: RuleParams, size: Array, played: int) -> Array:
     """`Game._leaves_a_card`: with discard_to_go_out a card must stay for the discard."""
     return ~params.discard_to_go_out | (size > played)
 
@@ -176,10 +196,11 @@ def _leaves_a_card(params: Params, size: Array, played: int) -> Array:
 # --- legal actions -------------------------------------------------------------------------------
 
 
-def legal_mask(shape: Shape, params: Params, x: GameState) -> Array:
+def legal_mask(shape: Shape, params: RuleParams, x: GameState) -> Array:
     """bool (num_actions,): the legal ids now, exactly `ActionCodec.legal_ids` of the engine
     (`Game.draw_options`, `Game.play_options`); all False once the hand is over."""
     big_p = shape.max_pile
+    i = shape.ids
     p = x.turn
     hand = x.hands[p]
     count = hand.sum(dtype=jnp.int32)
@@ -214,7 +235,7 @@ def legal_mask(shape: Shape, params: Params, x: GameState) -> Array:
             (x.stock_size > 0)[None],
             pile_ids,
             (x.stock_size == 0)[None],
-            jnp.zeros(100 + 3 * NUM_CARDS + NUM_CARDS, bool),
+            jnp.zeros(shape.num_actions - i.meld, bool),
         ]
     )
 
@@ -234,7 +255,7 @@ def legal_mask(shape: Shape, params: Params, x: GameState) -> Array:
     )
     # the card taken from the top may not be discarded, unless it is the last card (§1, §3)
     discards = owed_all & hand & ~((CARDS == x.taken_top) & (count != 1))
-    play = jnp.concatenate([jnp.zeros(2 + big_p, bool), melds, layoffs.reshape(-1), discards])
+    play = jnp.concatenate([jnp.zeros(i.meld, bool), melds, layoffs.reshape(-1), discards])
     return jnp.where(x.phase == DRAW, draw, jnp.where(x.phase == PLAY, play, False))
 
 
@@ -246,7 +267,7 @@ def _remove(x: GameState, p: Array, cards: Array) -> GameState:
     return x.replace(hands=x.hands.at[p, cards].set(False), known=x.known.at[p, cards].set(False))
 
 
-def _draw(shape: Shape, params: Params, x: GameState, a: Array) -> tuple[GameState, Array]:
+def _draw(shape: Shape, params: RuleParams, x: GameState, a: Array) -> tuple[GameState, Array]:
     """`Game._apply_draw`: the top of the stock joins the hand."""
     c = x.stock[jnp.clip(x.stock_size - 1, 0, NUM_CARDS - 1)]
     x = x.replace(
@@ -255,11 +276,11 @@ def _draw(shape: Shape, params: Params, x: GameState, a: Array) -> tuple[GameSta
     return x, jnp.bool_(False)
 
 
-def _take(shape: Shape, params: Params, x: GameState, a: Array) -> tuple[GameState, Array]:
+def _take(shape: Shape, params: RuleParams, x: GameState, a: Array) -> tuple[GameState, Array]:
     """`Game._apply_take` and `_apply_dig`: the pile down to depth d joins the hand in view of
     everyone; the top card may then not be discarded (and is owed under the obligation), a dug
     card is owed to the table."""
-    d = a - ids(shape).pile
+    d = a - shape.ids.pile
     obligated = top_take_obligated(x, params)
     place = x.pile_size - 1 - d
     card = x.pile[jnp.clip(place, 0, NUM_CARDS - 1)]
@@ -278,36 +299,33 @@ def _take(shape: Shape, params: Params, x: GameState, a: Array) -> tuple[GameSta
     return x, jnp.bool_(False)
 
 
-def _decline(shape: Shape, params: Params, x: GameState, a: Array) -> tuple[GameState, Array]:
+def _decline(shape: Shape, params: RuleParams, x: GameState, a: Array) -> tuple[GameState, Array]:
     """`Game._apply_decline`: the stock is empty and the player takes nothing (§1)."""
     return x, jnp.bool_(True)
 
 
-def _meld(shape: Shape, params: Params, x: GameState, a: Array) -> tuple[GameState, Array]:
+def _meld(shape: Shape, params: RuleParams, x: GameState, a: Array) -> tuple[GameState, Array]:
     """`Game._apply_meld`: a three-card meld goes down as the next meld on the table."""
-    t = a - ids(shape).meld
+    t = a - shape.ids.meld
     cards = jnp.asarray(TEMPLATES)[t]
     p, k = x.turn, x.meld_count
-    run = t >= 52
-    rank = t // 4
-    lo = jnp.where(run, (t - 52) % 12 + 1, rank)
     x = _remove(x, p, cards)
     x = x.replace(
         meld_of=x.meld_of.at[cards].set(k),
         owner=x.owner.at[cards].set(p),
         slot=x.slot.at[cards].set(jnp.arange(3, dtype=jnp.int32)),
         meld_count=k + 1,
-        meld_run=x.meld_run.at[k].set(run),
-        meld_suit=x.meld_suit.at[k].set(jnp.where(run, (t - 52) // 12, 0)),
-        meld_lo=x.meld_lo.at[k].set(lo),
-        meld_hi=x.meld_hi.at[k].set(jnp.where(run, lo + 2, rank)),
+        meld_run=x.meld_run.at[k].set(jnp.asarray(TEMPLATE_RUN)[t]),
+        meld_suit=x.meld_suit.at[k].set(jnp.asarray(TEMPLATE_SUIT)[t]),
+        meld_lo=x.meld_lo.at[k].set(jnp.asarray(TEMPLATE_LO)[t]),
+        meld_hi=x.meld_hi.at[k].set(jnp.asarray(TEMPLATE_HI)[t]),
     )
     return _put_down(x)
 
 
-def _layoff(shape: Shape, params: Params, x: GameState, a: Array) -> tuple[GameState, Array]:
+def _layoff(shape: Shape, params: RuleParams, x: GameState, a: Array) -> tuple[GameState, Array]:
     """`Game._apply_layoff`: card c onto the lowest-numbered meld that takes it at that end."""
-    c, end = jnp.divmod(a - ids(shape).layoff, 3)
+    c, end = jnp.divmod(a - shape.ids.layoff, 3)
     # The meld that takes c there holds the card next to it (one deck: that meld is unique,
     # as `table_fits` finds it): below it for the high end (the king below a high ace), above
     # it for the low end, or for a set one of its rank that sits in a set.
@@ -338,11 +356,11 @@ def _put_down(x: GameState) -> tuple[GameState, Array]:
     return x, ~x.hands[x.turn].any()
 
 
-def _discard(shape: Shape, params: Params, x: GameState, a: Array) -> tuple[GameState, Array]:
+def _discard(shape: Shape, params: RuleParams, x: GameState, a: Array) -> tuple[GameState, Array]:
     """`Game._apply_discard` and `_next_turn`: the card goes on the pile; the last card goes
     out, else the turn passes, and the hand ends at `turn_limit` (§4) or when the next turn
     cannot begin (§2 ends_hand, §1 stock and pile empty)."""
-    c = a - ids(shape).discard
+    c = a - shape.ids.discard
     p = x.turn
     x = _remove(x, p, c)
     x = x.replace(
@@ -365,11 +383,11 @@ def _discard(shape: Shape, params: Params, x: GameState, a: Array) -> tuple[Game
 BRANCHES = (_draw, _take, _decline, _meld, _layoff, _discard)
 
 
-def apply(shape: Shape, params: Params, x: GameState, action: Array) -> tuple[GameState, Array]:
+def apply(shape: Shape, params: RuleParams, x: GameState, action: Array) -> tuple[GameState, Array]:
     """Play a legal action id; returns the position and whether the hand has ended (not yet
     scored: `end_hand`). An illegal id leaves a position of no meaning (pgx's step ends the
     episode then)."""
-    i = ids(shape)
+    i = shape.ids
     a = jnp.asarray(action, jnp.int32)
     kind = jnp.select(
         [a == 0, a < i.decline, a == i.decline, a < i.layoff, a < i.discard], [0, 1, 2, 3, 4], 5
@@ -393,7 +411,7 @@ class HandEnd(NamedTuple):
     truncated: Array
 
 
-def _game_winner(params: Params, totals: Array, went_out: Array, limit_reached: Array) -> Array:
+def _game_winner(params: RuleParams, totals: Array, went_out: Array, limit_reached: Array) -> Array:
     """`scoring.game_winner`: -1 for None."""
     best = totals.max()
     leaders = totals == best
@@ -410,7 +428,7 @@ def _game_winner(params: Params, totals: Array, went_out: Array, limit_reached: 
     ).astype(jnp.int32)
 
 
-def end_hand(shape: Shape, params: Params, x: GameState) -> tuple[GameState, HandEnd]:
+def end_hand(shape: Shape, params: RuleParams, x: GameState) -> tuple[GameState, HandEnd]:
     """`Game._end_hand` and `scoring.result_of_scores`: score the hand and decide whether the
     game is over (§1, §2 winner_must_go_out, §4 hand_limit)."""
     n = shape.players

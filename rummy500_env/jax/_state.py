@@ -1,4 +1,4 @@
-"""The array state of one game, the rule parameters that travel beside it, and pgx's `State`.
+"""The array state of one game, the rule parameters an `Env` holds, and pgx's `State`.
 
 Everything here is a JAX pytree of fixed-shape arrays, so a batch of games is the same classes
 with a leading batch axis (``jax.vmap``). The card ids, suits and ranks are the engine's
@@ -28,7 +28,7 @@ from rummy500_env.engine.rules import Rules
 Array = jax.Array
 
 NUM_CARDS = 52
-MAX_MELDS = 17
+MAX_MELDS = NUM_CARDS // 3
 """Melds the table can hold: every meld has three cards or more, and one deck has 52."""
 DRAW, PLAY, HAND_OVER, GAME_OVER = 0, 1, 2, 3
 """`GameState.phase` values, the engine's phases of the same names."""
@@ -90,9 +90,10 @@ class GameState:
 
 
 @dataclasses.dataclass(frozen=True)
-class Params:
-    """The rule fields and env options that do not change array shapes, as traced scalars: one
-    compiled step serves every rules configuration with the same players and hand size."""
+class RuleParams:
+    """The rule fields and env options that do not change array shapes, as arrays that `Env`
+    holds (pgx keeps its configuration on the env): the compiled core takes them traced, so
+    one compiled step serves every rules configuration with the same players and hand size."""
 
     fives: Array
     """scoring is "fives"."""
@@ -111,13 +112,14 @@ class Params:
     win_reward: Array
     """reward="win" (else "score")."""
 
-    def replace(self, **changes: Any) -> Params:
+    def replace(self, **changes: Any) -> RuleParams:
         return dataclasses.replace(self, **changes)
 
 
 @dataclasses.dataclass(frozen=True)
 class State:
-    """pgx's `State`: what `Env.init` and `Env.step` return, for one game or a batch.
+    """pgx's `State`: what `Env.init` and `Env.step` return, for one game or a batch. Arrays
+    only (the rules live on the `Env`), so `jit` keys on shapes and `vmap` batches every field.
 
     Attributes:
         current_player: the player to act (int32).
@@ -130,8 +132,8 @@ class State:
         legal_action_mask: bool (num_actions,): the legal action ids (all True once the
             episode has ended, as in pgx).
         _step_count: steps taken in this episode.
-        _x: the position (`GameState`).
-        _rules: the engine `Rules` (static: not an array), for `to_game`.
+        _x: the position (`GameState`). After an illegal action it stays the position the
+            action was tried in.
     """
 
     current_player: Array
@@ -142,7 +144,6 @@ class State:
     legal_action_mask: Array
     _step_count: Array
     _x: GameState
-    _rules: Rules
 
     @property
     def env_id(self) -> str:
@@ -152,20 +153,18 @@ class State:
         return dataclasses.replace(self, **changes)
 
 
-def _fields(cls: type, skip: tuple[str, ...] = ()) -> list[str]:
-    return [f.name for f in dataclasses.fields(cls) if f.name not in skip]
+def _fields(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
 
 
 jax.tree_util.register_dataclass(GameState, data_fields=_fields(GameState), meta_fields=[])
-jax.tree_util.register_dataclass(Params, data_fields=_fields(Params), meta_fields=[])
-jax.tree_util.register_dataclass(
-    State, data_fields=_fields(State, ("_rules",)), meta_fields=["_rules"]
-)
+jax.tree_util.register_dataclass(RuleParams, data_fields=_fields(RuleParams), meta_fields=[])
+jax.tree_util.register_dataclass(State, data_fields=_fields(State), meta_fields=[])
 
 
-def params_of(rules: Rules, episode: str, reward: str) -> Params:
-    """The traced parameters of a rules configuration and the env's options."""
-    return Params(
+def rule_params(rules: Rules, episode: str, reward: str) -> RuleParams:
+    """The array parameters of a rules configuration and the env's options."""
+    return RuleParams(
         fives=jnp.bool_(rules.scoring == "fives"),
         stock_out=jnp.int32(("pile_only", "ends_hand", "pile_must_use").index(rules.stock_out)),
         discard_to_go_out=jnp.bool_(rules.discard_to_go_out),

@@ -1,8 +1,8 @@
 """Opponents for the JAX engine: `random_action`, and `greedy_action`, `GreedyAgent` as arrays.
 
 A training loop that collects thousands of games in ``lax.scan`` needs its opponents inside
-the compiled program, so both bots are pure functions of a position and its legal mask that
-``jax.jit`` and ``jax.vmap`` (``in_axes=(None, None, 0, 0)`` for a batch of positions).
+the compiled program, so both bots are pure functions of a state (`greedy_action`) or a legal
+mask (`random_action`) that ``jax.jit`` and ``jax.vmap``.
 
 `greedy_action` makes the decisions of `rummy500_env.agents.greedy.GreedyAgent`, decision for
 decision (tests/test_jax_bots.py plays both on the same positions), for every rule set the JAX
@@ -44,17 +44,26 @@ from rummy500_env.jax._rules import (
     RUN_HIGH,
     RUN_LOW,
     SET,
+    TEMPLATE_RUN,
     TEMPLATES,
     Shape,
-    ids,
     pile_places,
 )
-from rummy500_env.jax._state import DRAW, MAX_MELDS, NUM_CARDS, Array, GameState, Params
+from rummy500_env.jax._state import (
+    DRAW,
+    MAX_MELDS,
+    NUM_CARDS,
+    Array,
+    GameState,
+    RuleParams,
+    State,
+)
+from rummy500_env.jax.env import Env
 
-__all__ = ["Planned", "greedy_action", "held_fits", "plan", "random_action"]
+__all__ = ["Planned", "greedy", "greedy_action", "held_fits", "plan", "random_action"]
 
 SCORINGS = ("pip", "fives")
-"""Row order of the value tables: `Params.fives` picks the row."""
+"""Row order of the value tables: `RuleParams.fives` picks the row."""
 DEPTHS = 8
 """Pile takes planned at once (`_draw_choice`): random play has under two legal a turn."""
 _MELD_SLOTS = 32
@@ -103,7 +112,7 @@ TEMPLATES_OF_CARD = np.array(
 template of no cards (`partial`)."""
 
 
-def _row(params: Params) -> Array:
+def _row(params: RuleParams) -> Array:
     return params.fives.astype(jnp.int32)
 
 
@@ -176,7 +185,7 @@ def held_fits(meld_of: Array, in_run: Array) -> tuple[Array, Array]:
     return fits.reshape(3, NUM_CARDS), target.reshape(3, NUM_CARDS)
 
 
-def plan(params: Params, x: GameState, hand: Array) -> Planned:
+def plan(params: RuleParams, x: GameState, hand: Array) -> Planned:
     """`heuristics.plan` of the cards `hand` (bool (52,)) on the table of `x`: while the
     hand holds a three-card meld, the most valuable goes down (ties: the highest template)
     and joins the table; then, while a held card fits, the lay-off of the hand's most
@@ -203,7 +212,7 @@ def plan(params: Params, x: GameState, hand: Array) -> Planned:
         return _Table(
             left=s.left & ~cards,
             meld_of=jnp.where(cards, s.meld_count, s.meld_of),
-            in_run=jnp.where(cards, t >= 52, s.in_run),
+            in_run=jnp.where(cards, jnp.asarray(TEMPLATE_RUN)[t], s.in_run),
             meld_count=s.meld_count + going,
             total=s.total + jnp.where(going, template_value[t], 0),
             going=going,
@@ -256,14 +265,14 @@ def partial(hand: Array) -> Array:
     return hand & (held[jnp.asarray(TEMPLATES_OF_CARD)] >= 2).any(axis=1)
 
 
-def _draw_choice(shape: Shape, params: Params, x: GameState, mask: Array) -> Array:
+def _draw_choice(shape: Shape, params: RuleParams, x: GameState, mask: Array) -> Array:
     """`GreedyAgent.choose_draw`: the pile take worth most if it is worth more than 0
     (`pickup_value`; ties: the shallowest), else the stock, else decline.
 
     Only the legal takes are planned, `DEPTHS` at a time beside the hand's own plan (a
     ``while_loop`` over them in depth order, each batch a ``vmap``): there are few, while the
     pile has up to `Shape.max_pile` depths."""
-    i = ids(shape)
+    i = shape.ids
     big_p = shape.max_pile
     hand = x.hands[x.turn]
     face = jnp.asarray(FACE)[_row(params)]
@@ -306,11 +315,11 @@ def _draw_choice(shape: Shape, params: Params, x: GameState, mask: Array) -> Arr
     return jnp.where(best >= 0, i.pile + best, fallback).astype(jnp.int32)
 
 
-def _play_choice(shape: Shape, params: Params, x: GameState, mask: Array) -> Array:
+def _play_choice(shape: Shape, params: RuleParams, x: GameState, mask: Array) -> Array:
     """`GreedyAgent.choose_play`: the meld worth most, else the lay-off worth most, else the
     discard of highest value (ties: the highest card) among those in no partial meld, or
     among all if each is in one."""
-    i = ids(shape)
+    i = shape.ids
     row = _row(params)
     melds = mask[i.meld : i.layoff]
     layoffs = mask[i.layoff : i.discard]
@@ -325,9 +334,15 @@ def _play_choice(shape: Shape, params: Params, x: GameState, mask: Array) -> Arr
     return choice.astype(jnp.int32)
 
 
-def greedy_action(shape: Shape, params: Params, x: GameState, mask: Array) -> Array:
-    """GreedyAgent's action id (int32 scalar) for the player to act, x.turn, in position x
-    whose legal mask is `mask` (State.legal_action_mask)."""
+def greedy_action(env: Env, state: State) -> Array:
+    """GreedyAgent's action id (int32 scalar) for the player to act in `state`, one of
+    `env`'s (``jax.vmap(lambda s: greedy_action(env, s))`` for a batch)."""
+    return greedy(env.shape, env.rule_params, state._x, state.legal_action_mask)
+
+
+def greedy(shape: Shape, params: RuleParams, x: GameState, mask: Array) -> Array:
+    """`greedy_action` on the core's arrays: the rule parameters traced, so one compile
+    serves every rules configuration of one shape."""
     draw = _draw_choice(shape, params, x, mask)
     return jnp.where(x.phase == DRAW, draw, _play_choice(shape, params, x, mask))
 

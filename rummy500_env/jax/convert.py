@@ -1,5 +1,5 @@
-"""`to_game` and `from_game`: a JAX state as an engine `Game` and back, stock order included, so
-both engines can play on from the same deal (tests, debugging, golden positions)."""
+"""A JAX state as an engine `Game` and back (`Env.to_game`, `Env.from_game`), stock order
+included, so both engines can play on from the same deal (tests, debugging, golden positions)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,16 @@ import numpy as np
 from rummy500_env.engine.game import Game
 from rummy500_env.engine.melds import Meld, make_run, make_set
 from rummy500_env.engine.positions import Position
-from rummy500_env.jax._state import NONE, NUM_CARDS, PHASE_NAMES, GameState, State
-from rummy500_env.jax.env import Env, _wrap, finish_core
+from rummy500_env.engine.rules import Rules
+from rummy500_env.jax._state import (
+    HAND_OVER,
+    MAX_MELDS,
+    NONE,
+    NUM_CARDS,
+    PHASE_NAMES,
+    GameState,
+    State,
+)
 
 
 def _leaf(a: Any, index: int | None) -> np.ndarray:
@@ -21,16 +29,20 @@ def _leaf(a: Any, index: int | None) -> np.ndarray:
     return arr if index is None else arr[index]
 
 
-def to_game(state: State, index: int | None = None) -> Game:
-    """The engine `Game` of a state's position; `index` picks one game of a batch (a state
-    with a leading batch axis needs it). Raises `InvalidPositionError` if the arrays hold no
-    valid position (the engine checks it as `Game.from_dict` does)."""
+def to_game(rules: Rules, state: State, index: int | None = None) -> Game:
+    """`Env.to_game`: the engine `Game` of a state's position under `rules`."""
     x: GameState = jax.tree_util.tree_map(lambda a: _leaf(a, index), state._x)
     if x.hands.ndim != 2:
         raise ValueError(
             f"to_game: this state holds a batch of shape {x.hands.shape[:-2]}: give index="
         )
-    rules = state._rules
+    ended = bool(_leaf(state.terminated, index)) or bool(_leaf(state.truncated, index))
+    if ended and int(x.phase) < HAND_OVER:
+        raise ValueError(
+            "to_game: this episode was ended by an illegal action, which no engine game can "
+            "end with (docs/jax.md, Illegal actions); its position is the one the action was "
+            "tried in: to_game the state before that step"
+        )
     n = rules.players
 
     def cards(row: Any) -> tuple[int, ...]:
@@ -71,18 +83,9 @@ def to_game(state: State, index: int | None = None) -> Game:
     return Game.from_position(position)
 
 
-def from_game(game: Game, env: Env | None = None) -> State:
-    """The state of an engine `Game`'s position, stock order included: stepping it plays on
-    from the same deal. Its rules must be ones the JAX engine plays (`RulesError` otherwise).
-
-    The legal mask and observation are computed for `env`'s episode and reward (default:
-    `make(game.rules)`; neither depends on them). A game whose hand is over gives an ended
-    state (``terminated``, or ``truncated`` at `hand_limit`)."""
+def game_state(game: Game) -> GameState:
+    """The arrays of an engine `Game`'s position (`Env.from_game` checks the rules)."""
     rules = game.rules
-    if env is None:
-        env = Env(rules)
-    elif env.rules != rules:
-        raise ValueError(f"from_game: the game's rules {rules} are not the env's {env.rules}")
     n = rules.players
     hands = np.zeros((n, NUM_CARDS), bool)
     known = np.zeros((n, NUM_CARDS), bool)
@@ -96,7 +99,7 @@ def from_game(game: Game, env: Env | None = None) -> State:
     meld_of = np.full(NUM_CARDS, NONE, np.int32)
     owner = np.full(NUM_CARDS, NONE, np.int32)
     slot = np.zeros(NUM_CARDS, np.int32)
-    shape17 = np.zeros(17, np.int32)
+    shape17 = np.zeros(MAX_MELDS, np.int32)
     run, suit, lo, hi = shape17.astype(bool), shape17.copy(), shape17.copy(), shape17.copy()
     for k, m in enumerate(game.melds):
         run[k], lo[k], hi[k] = m.is_run, m.lo, m.hi
@@ -108,7 +111,7 @@ def from_game(game: Game, env: Env | None = None) -> State:
         raise ValueError(f"from_game: the game's seed {seed} is not a signed 64-bit int")
     scores = game.result().scores if game.is_hand_over else (0,) * n
     i32 = jnp.int32
-    x = GameState(
+    return GameState(
         dealer=i32(game.dealer),
         turn=i32(game.turn),
         phase=i32(PHASE_NAMES.index(game.phase)),
@@ -134,4 +137,3 @@ def from_game(game: Game, env: Env | None = None) -> State:
         hands_played=i32(game.hands_played),
         seed=jnp.asarray(np.array([seed], np.int64).view(np.uint32)),
     )
-    return _wrap(rules, finish_core(env.shape, env.params, x))

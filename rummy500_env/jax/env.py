@@ -17,18 +17,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from rummy500_env.engine.errors import RulesError
+from rummy500_env.engine.game import Game
 from rummy500_env.engine.rules import Rules
 from rummy500_env.jax import _rules
 from rummy500_env.jax._observe import features_size, observe
 from rummy500_env.jax._rules import Shape
+from rummy500_env.jax._seat import deal_world
 from rummy500_env.jax._state import (
     GAME_OVER,
     HAND_OVER,
+    NUM_CARDS,
     Array,
     GameState,
-    Params,
+    RuleParams,
     State,
-    params_of,
+    rule_params,
 )
 
 EPISODES = ("game", "hand")
@@ -114,9 +117,19 @@ class Env:
     Illegal actions, as pgx does: an action outside `State.legal_action_mask` ends the episode
     at once (``terminated``) with -1 for the player who made it and +1/(n-1) for each other
     player: pgx's penalty with two players (pgx's ``Env._step_with_illegal_action`` gives each
-    other player n-1; +1/(n-1) keeps it zero-sum, like the env's rewards). Stepping a state
-    whose episode has ended changes nothing and gives zero rewards; its legal mask is all True
-    (pgx: so that a policy's masked distribution stays defined).
+    other player n-1; +1/(n-1) keeps it zero-sum, like the env's rewards). The position stays
+    the one the action was tried in, and `to_game` refuses the state: no game of the engine
+    ends that way. An id outside 0..num_actions-1 is illegal whatever its width (concrete ids
+    are checked before they are narrowed to int32); an action that is not an integer is a
+    `TypeError`. Stepping a state whose episode has ended changes nothing and gives zero
+    rewards; its legal mask is all True (pgx: so that a policy's masked distribution stays
+    defined).
+
+    Every method takes only this env's states: a state of another player count is a
+    `ValueError` (`check_state`), as is an `observe` of a player outside 0..n-1.
+
+    The env is hashable by its rules, episode and reward, so a jitted function can take it
+    as a static argument: ``jax.jit(f, static_argnums=0)(env, ...)``.
     """
 
     def __init__(self, rules: Rules, episode: str = "game", reward: str | None = None) -> None:
@@ -130,7 +143,20 @@ class Env:
         self.episode = episode
         self.reward_mode = reward
         self.shape = Shape(rules.players, rules.cards_per_hand)
-        self.params = params_of(rules, episode, reward)
+        self.rule_params = rule_params(rules, episode, reward)
+
+    def _key(self) -> tuple[Rules, str, str]:
+        return (self.rules, self.episode, self.reward_mode)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Env) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        """Hashable by its configuration, so an env can be a static argument of `jax.jit`."""
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Env({self.rules!r}, episode={self.episode!r}, reward={self.reward_mode!r})"
 
     @property
     def id(self) -> str:
@@ -154,10 +180,12 @@ class Env:
 
     def init(self, key: Array) -> State:
         """A new game dealt with `key` (a hand episode is the game's first hand)."""
-        return _wrap(self.rules, init_core(self.shape, self.params, key))
+        out: State = init_core(self.shape, self.rule_params, key)
+        return out
 
-    def step(self, state: State, action: Array, key: Array | None = None) -> State:
-        """Play `action` (an id) for the player to act; see the class docstring."""
+    def step(self, state: State, action: Any, key: Array | None = None) -> State:
+        """Play `action` (an integer id) for the player to act; see the class docstring."""
+        self.check_state(state)
         if key is None:
             if self.episode == "game":
                 raise TypeError(
@@ -165,58 +193,130 @@ class Env:
                     "hand when this action ends one"
                 )
             key = jax.random.PRNGKey(0)  # unused: a hand episode deals no second hand
-        return _wrap(self.rules, step_core(self.shape, self.params, _unwrap(state), action, key))
+        action = action_id(action, self.num_actions)
+        out: State = step_core(self.shape, self.rule_params, state, action, key)
+        return out
 
-    def observe(self, state: State, player: Array | None = None) -> Array:
+    def observe(self, state: State, player: Any = None) -> Array:
         """The observation of `player` (default: the player to act), rotated so that it is
         seat 0: `raw_env`'s feature part."""
-        if player is None:
-            player = state.current_player
-        obs: Array = observe_core(self.shape, self.params, state._x, jnp.asarray(player, jnp.int32))
+        self.check_state(state)
+        seat = state.current_player if player is None else self._player(player)
+        obs: Array = observe_core(self.shape, self.rule_params, state, seat)
         return obs
+
+    def deal_world(self, state: State, player: Any, key: Array) -> State:
+        """A state that `player` cannot tell from `state` (the twin of
+        `Game.from_seat_view`): every card it cannot see, the stock in order and the other
+        hands' cards not known to it, dealt again with `key`, uniformly among the deals
+        consistent with what it knows (its hand, the pile in order, the table with owners,
+        the cards others are known to hold, every count). The player to act, the phase,
+        scores, rewards and step count are `state`'s; the observation and legal mask are the
+        new position's (the same as `state`'s for `player` itself). Jit-compiles and vmaps."""
+        self.check_state(state)
+        out: State = world_core(self.shape, self.rule_params, state, self._player(player), key)
+        return out
+
+    def _player(self, player: Any) -> Array:
+        """`player` as an int32 seat, a concrete one checked to be 0..n-1."""
+        if not isinstance(player, jax.core.Tracer):
+            seats = np.asarray(player)
+            if (
+                not np.issubdtype(seats.dtype, np.integer)
+                or ((seats < 0) | (seats >= self.num_players)).any()
+            ):
+                raise ValueError(
+                    f"player {player!r} is not a player of this env: use an int "
+                    f"0..{self.num_players - 1}"
+                )
+        return jnp.asarray(player, jnp.int32)
+
+    def check_state(self, state: State) -> None:
+        """Raise `ValueError` for a state whose arrays cannot be this env's (another player
+        count or hand size). Works on shapes, under `jit` and `vmap` too; a state of other
+        rules with the same shapes cannot be told apart (the state holds arrays only)."""
+        hands = state._x.hands.shape[-2:]
+        obs = state.observation.shape[-1:]
+        mask = state.legal_action_mask.shape[-1:]
+        if (
+            hands != (self.num_players, NUM_CARDS)
+            or obs != self.observation_shape
+            or mask != (self.num_actions,)
+        ):
+            raise ValueError(
+                f"this state is not one of this env's: its arrays are for {hands[0]} players "
+                f"({mask[0]} actions, {obs[0]} features), and this env plays {self.rules} "
+                f"({self.num_actions} actions, {self.observation_shape[0]} features)"
+            )
+
+    def to_game(self, state: State, index: int | None = None) -> Game:
+        """The engine `Game` of a state's position; `index` picks one game of a batch (a state
+        with a leading batch axis needs it). Raises `ValueError` for a state ended by an illegal
+        action (the engine has no such end: docs/jax.md) and `InvalidPositionError` if the
+        arrays hold no valid position (the engine checks it as `Game.from_dict` does)."""
+        from rummy500_env.jax.convert import to_game
+
+        self.check_state(state)
+        return to_game(self.rules, state, index)
+
+    def from_game(self, game: Game) -> State:
+        """The state of an engine `Game`'s position, stock order included: stepping it plays on
+        from the same deal. The game's rules must be this env's (`ValueError` otherwise). A
+        game whose hand is over gives an ended state (``terminated``, or ``truncated`` at
+        `hand_limit`)."""
+        from rummy500_env.jax.convert import game_state
+
+        if game.rules != self.rules:
+            raise ValueError(
+                f"from_game: the game's rules {game.rules} are not this env's {self.rules}"
+            )
+        out: State = finish_core(self.shape, self.rule_params, game_state(game))
+        return out
+
+
+def action_id(action: Any, num_actions: int) -> Array:
+    """An action as an int32 id: a non-integer is refused (`TypeError`); a concrete id outside
+    0..num_actions-1, of any width, becomes -1 (illegal), before int32 could wrap it. A traced
+    id is int32 already (with JAX's default 32-bit types, as `vmap` passes it)."""
+    dtype = jnp.result_type(action)
+    if not jnp.issubdtype(dtype, jnp.integer) or jnp.issubdtype(dtype, jnp.bool_):
+        raise TypeError(
+            f"an action is an integer id 0..{num_actions - 1}, got {action!r} of type {dtype}"
+        )
+    if isinstance(action, jax.core.Tracer):
+        return action.astype(jnp.int32)
+    ids = np.asarray(action)
+    inside = (ids >= 0) & (ids < num_actions)
+    return jnp.asarray(np.where(inside, ids, -1).astype(np.int32))
 
 
 # --- the compiled core: shared by every env with the same players and hand size ------------------
 
-Core = tuple[Array, Array, Array, Array, Array, Array, Array, GameState]
-"""State's arrays in field order: current_player, observation, rewards, terminated, truncated,
-legal_action_mask, _step_count, _x."""
-
-
-def _wrap(rules: Rules, core: Core) -> State:
-    return State(*core, _rules=rules)
-
-
-def _unwrap(s: State) -> Core:
-    return (
-        s.current_player,
-        s.observation,
-        s.rewards,
-        s.terminated,
-        s.truncated,
-        s.legal_action_mask,
-        s._step_count,
-        s._x,
-    )
-
 
 def _finish(
     shape: Shape,
-    params: Params,
+    params: RuleParams,
     x: GameState,
     rewards: Array,
     term: Array,
     trunc: Array,
     steps: Array,
-) -> Core:
+) -> State:
     """A state's mask and observation for its position (all True once the episode is over)."""
-    mask = _rules.legal_mask(shape, params, x) | term | trunc
-    obs = observe(shape, params, x, x.turn)
-    return (x.turn, obs, rewards, term, trunc, mask, steps, x)
+    return State(
+        current_player=x.turn,
+        observation=observe(shape, params, x, x.turn),
+        rewards=rewards,
+        terminated=term,
+        truncated=trunc,
+        legal_action_mask=_rules.legal_mask(shape, params, x) | term | trunc,
+        _step_count=steps,
+        _x=x,
+    )
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def init_core(shape: Shape, params: Params, key: Array) -> Core:
+def init_core(shape: Shape, params: RuleParams, key: Array) -> State:
     x = _rules.new_game(shape, key)
     zero = jnp.bool_(False)
     return _finish(
@@ -225,13 +325,13 @@ def init_core(shape: Shape, params: Params, key: Array) -> Core:
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def observe_core(shape: Shape, params: Params, x: GameState, player: Array) -> Array:
-    return observe(shape, params, x, player)
+def observe_core(shape: Shape, params: RuleParams, state: State, player: Array) -> Array:
+    return observe(shape, params, state._x, player)
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def finish_core(shape: Shape, params: Params, x: GameState) -> Core:
-    """The state of a position set from outside (`from_game`): over once the hand is over."""
+def finish_core(shape: Shape, params: RuleParams, x: GameState) -> State:
+    """The state of a position set from outside (`Env.from_game`): over once the hand is over."""
     over = x.phase >= HAND_OVER
     _, end = _rules.end_hand(shape, params, x.replace(hands_played=x.hands_played - 1))
     trunc = (x.phase == GAME_OVER) & end.truncated
@@ -239,7 +339,19 @@ def finish_core(shape: Shape, params: Params, x: GameState) -> Core:
     return _finish(shape, params, x, zero, over & ~trunc, trunc, jnp.int32(0))
 
 
-def _rewards(shape: Shape, params: Params, end: _rules.HandEnd) -> Array:
+@functools.partial(jax.jit, static_argnums=0)
+def world_core(shape: Shape, params: RuleParams, state: State, player: Array, key: Array) -> State:
+    """`Env.deal_world`: the position dealt again for `player`, its mask and observation."""
+    x = deal_world(shape, state._x, player, key)
+    done = state.terminated | state.truncated
+    return state.replace(
+        observation=observe(shape, params, x, x.turn),
+        legal_action_mask=_rules.legal_mask(shape, params, x) | done,
+        _x=x,
+    )
+
+
+def _rewards(shape: Shape, params: RuleParams, end: _rules.HandEnd) -> Array:
     """`Rummy500Env._hand_over`'s rewards for a hand that has ended."""
     n = shape.players
     s = end.scores
@@ -251,16 +363,15 @@ def _rewards(shape: Shape, params: Params, end: _rules.HandEnd) -> Array:
     return jnp.where(won, win, jnp.where(params.win_reward, np.float32(0.0), score))
 
 
-def _select(flag: Array, a: GameState, b: GameState) -> GameState:
-    return jax.tree_util.tree_map(lambda u, v: jnp.where(flag, u, v), a, b)  # type: ignore[no-any-return]
+def _select(flag: Array, a: Any, b: Any) -> Any:
+    """`a` where `flag`, else `b`, for every array of two pytrees of one structure."""
+    return jax.tree_util.tree_map(lambda u, v: jnp.where(flag, u, v), a, b)
 
 
-def _play(shape: Shape, params: Params, core: Core, action: Array, key: Array) -> Core:
+def _play(shape: Shape, params: RuleParams, state: State, action: Array, key: Array) -> State:
     """One legal step (pgx's ``Env._step``): apply, then end the hand, hand out the rewards,
     end the episode or deal the next hand."""
-    x = core[7]
-    steps = core[6] + 1
-    x, ended = _rules.apply(shape, params, x, action)
+    x, ended = _rules.apply(shape, params, state._x, action)
     scored, end = _rules.end_hand(shape, params, x)
     x = _select(ended, scored, x)
     rewards = jnp.where(ended, _rewards(shape, params, end), np.float32(0.0))
@@ -269,31 +380,30 @@ def _play(shape: Shape, params: Params, core: Core, action: Array, key: Array) -
     again = ended & ~end.game_over & params.game_episode
     following = x.replace(totals=end.totals, dealer=(x.dealer + 1) % shape.players)
     x = _select(again, _rules.deal(shape, following, key), x)
-    return _finish(shape, params, x, rewards, term, trunc, steps)
+    return _finish(shape, params, x, rewards, term, trunc, state._step_count + 1)
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def step_core(shape: Shape, params: Params, core: Core, action: Array, key: Array) -> Core:
+def step_core(shape: Shape, params: RuleParams, state: State, action: Array, key: Array) -> State:
     """pgx's ``Env.step``: a step of an ended episode gives zero rewards and changes nothing;
-    an illegal action ends the episode with the penalty (the class docstring)."""
+    an illegal action ends the episode with the penalty and leaves the position where it was
+    (the class docstring)."""
     action = jnp.asarray(action, jnp.int32)
-    player, mask, term, trunc = core[0], core[5], core[3], core[4]
-    illegal = ~mask[jnp.clip(action, 0, shape.num_actions - 1)] | (action < 0)
-    illegal = illegal | (action >= shape.num_actions)
-    done = term | trunc
-    played = _play(shape, params, core, action, key)
-    zero = jnp.zeros(shape.players, jnp.float32)
-    stay = (*core[:2], zero, *core[3:])
-    out: Core = jax.tree_util.tree_map(lambda u, v: jnp.where(done, u, v), stay, played)
     n = shape.players
+    inside = (action >= 0) & (action < shape.num_actions)
+    legal = inside & state.legal_action_mask[jnp.clip(action, 0, shape.num_actions - 1)]
+    done = state.terminated | state.truncated
+    bad = ~legal & ~done
+    played = _play(shape, params, state, action, key)
+    out: State = _select(done | bad, state, played)
     penalty = jnp.where(
-        jnp.arange(n) == player,
+        jnp.arange(n) == state.current_player,
         np.float32(ILLEGAL_ACTION_PENALTY),
         np.float32(-ILLEGAL_ACTION_PENALTY / (n - 1)),
     )
-    bad = illegal & ~done
-    rewards = jnp.where(bad, penalty, out[2])
-    term_out = out[3] | bad
-    trunc_out = out[4] & ~bad
-    mask_out = out[5] | term_out | trunc_out
-    return (out[0], out[1], rewards, term_out, trunc_out, mask_out, out[6], out[7])
+    zero = jnp.zeros(n, jnp.float32)
+    return out.replace(
+        rewards=jnp.where(bad, penalty, jnp.where(done, zero, played.rewards)),
+        terminated=out.terminated | bad,
+        legal_action_mask=out.legal_action_mask | bad,
+    )

@@ -36,6 +36,7 @@ players, no jokers or calls; `training.ppo` trains the rest.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
@@ -80,10 +81,7 @@ except ImportError as e:  # pragma: no cover - tested with jax hidden
         'training.jax_ppo needs JAX, which is not installed: pip install "rummy500_env[jax,train]"'
     ) from e
 
-from rummy500_env.jax import bots
-from rummy500_env.jax._rules import Shape
-from rummy500_env.jax._state import Params as RuleParams
-from rummy500_env.jax.env import Core, init_core, make, observe_core, step_core
+from rummy500_env.jax import Env, State, bots, make
 from rummy500_env.jax.network import CardNetwork, Params, masked_logits, params_from_arrays
 
 Array = jax.Array
@@ -188,7 +186,7 @@ class Plan(NamedTuple):
     """The static part of the jitted update: shapes and hyperparameters (hashable)."""
 
     network: CardNetwork
-    shape: Shape
+    env: Env
     n_games: int
     n_steps: int
     blocks: tuple[int, int, int]
@@ -205,7 +203,7 @@ class Plan(NamedTuple):
 class Games(NamedTuple):
     """The games in play between rollouts (a leading axis of `n_games`)."""
 
-    core: Core
+    state: State
     seat: Array
     """The learner's seat in each game (drawn when its episode starts)."""
     episode_return: Array
@@ -286,18 +284,16 @@ def sample(key: Array, logits: Array, mask: Array) -> tuple[Array, Array]:
     return action, jnp.take_along_axis(logp_all, action[:, None], 1)[:, 0]
 
 
-def new_games(plan: Plan, rules: RuleParams, key: Array) -> Games:
+def new_games(plan: Plan, key: Array) -> Games:
     """`n_games` fresh deals, the learner's seat drawn in each."""
     deal, seats = jax.random.split(key)
-    core = jax.vmap(init_core, (None, None, 0))(
-        plan.shape, rules, jax.random.split(deal, plan.n_games)
-    )
-    seat = jax.random.randint(seats, (plan.n_games,), 0, plan.shape.players)
-    return Games(core, seat, jnp.zeros(plan.n_games, jnp.float32))
+    state = jax.vmap(plan.env.init)(jax.random.split(deal, plan.n_games))
+    seat = jax.random.randint(seats, (plan.n_games,), 0, plan.env.num_players)
+    return Games(state, seat, jnp.zeros(plan.n_games, jnp.float32))
 
 
 def collect(
-    plan: Plan, rules: RuleParams, params: Params, snapshot: Params, games: Games, key: Array
+    plan: Plan, params: Params, snapshot: Params, games: Games, key: Array
 ) -> tuple[Games, Trajectory, Array]:
     """Play `n_steps` env steps in every game: the learner's seat by `params`, the others by
     the game's opponent (`opponent_blocks`: `snapshot`, greedy, random). Games that end are
@@ -305,14 +301,15 @@ def collect(
     game stands (the bootstrap)."""
     n_self, n_greedy, _ = plan.blocks
     n = plan.n_games
-    step_all = jax.vmap(step_core, (None, None, 0, 0, 0))
-    init_all = jax.vmap(init_core, (None, None, 0))
-    greedy_all = jax.vmap(bots.greedy_action, (None, None, 0, 0))
+    env = plan.env
+    step_all = jax.vmap(env.step)
+    init_all = jax.vmap(env.init)
+    greedy_all = jax.vmap(functools.partial(bots.greedy_action, env))
     random_all = jax.vmap(bots.random_action)
 
     def step(g: Games, key: Array) -> tuple[Games, Trajectory]:
         k_learner, k_self, k_random, k_step, k_deal, k_seat = jax.random.split(key, 6)
-        obs, mask, x = g.core[1], g.core[5], g.core[7]
+        obs, mask = g.state.observation, g.state.legal_action_mask
         logits, value = plan.network.apply(params, obs)
         action, logp = sample(k_learner, logits, mask)
         theirs = []
@@ -321,18 +318,18 @@ def collect(
             theirs.append(sample(k_self, their_logits, mask[:n_self])[0])
         if n_greedy:
             lo, hi = n_self, n_self + n_greedy
-            theirs.append(greedy_all(plan.shape, rules, _slice(x, lo, hi), mask[lo:hi]))
+            theirs.append(greedy_all(_slice(g.state, lo, hi)))
         if n - n_self - n_greedy:
             keys = jax.random.split(k_random, n - n_self - n_greedy)
             theirs.append(random_all(keys, mask[n_self + n_greedy :]))
-        mine = g.core[0] == g.seat
+        mine = g.state.current_player == g.seat
         action = jnp.where(mine, action, jnp.concatenate(theirs).astype(action.dtype))
-        after = step_all(plan.shape, rules, g.core, action, jax.random.split(k_step, n))
-        reward = after[2][jnp.arange(n), g.seat]
-        done = after[3] | after[4]
+        after = step_all(g.state, action, jax.random.split(k_step, n))
+        reward = after.rewards[jnp.arange(n), g.seat]
+        done = after.terminated | after.truncated
         ended = g.episode_return + reward
-        fresh = init_all(plan.shape, rules, jax.random.split(k_deal, n))
-        seat = jax.random.randint(k_seat, (n,), 0, plan.shape.players)
+        fresh = init_all(jax.random.split(k_deal, n))
+        seat = jax.random.randint(k_seat, (n,), 0, env.num_players)
         following = Games(
             _rows(done, fresh, after),
             jnp.where(done, seat, g.seat),
@@ -342,9 +339,7 @@ def collect(
         return following, Trajectory(obs, mask, action, logp, value, mine, reward, done, finished)
 
     games, trajectory = jax.lax.scan(step, games, jax.random.split(key, plan.n_steps))
-    bootstrap_obs = jax.vmap(observe_core, (None, None, 0, 0))(
-        plan.shape, rules, games.core[7], games.seat
-    )
+    bootstrap_obs = jax.vmap(env.observe)(games.state, games.seat)
     _, bootstrap = plan.network.apply(params, bootstrap_obs)
     return games, trajectory, bootstrap
 
@@ -493,7 +488,6 @@ class Update(NamedTuple):
 
 def _update(
     plan: Plan,
-    rules: RuleParams,
     params: Params,
     opt: Adam,
     snapshot: Params,
@@ -502,7 +496,7 @@ def _update(
     lr: Array,
 ) -> tuple[Params, Adam, Update]:
     k_collect, k_learn = jax.random.split(key)
-    games, t, bootstrap = collect(plan, rules, params, snapshot, games, k_collect)
+    games, t, bootstrap = collect(plan, params, snapshot, games, k_collect)
     adv, ret = advantages(t, bootstrap, plan.gamma, plan.gae_lambda)
     params, opt, stats = learn(plan, params, opt, t, adv, ret, k_learn, lr)
     update = Update(games, stats, t.mine.sum(), t.done.sum(), t.finished_return.sum())
@@ -521,7 +515,7 @@ def plan_of(args: Args) -> Plan:
     env = make(rules, args.episode)
     return Plan(
         network=CardNetwork.for_rules(rules, args.channels, args.blocks, args.hidden),
-        shape=env.shape,
+        env=env,
         n_games=args.n_games,
         n_steps=args.n_steps,
         blocks=opponent_blocks(args.opponents, args.n_games),
@@ -553,7 +547,6 @@ class Trainer:
     def __init__(self, args: Args, resume: bool) -> None:
         self.args = args
         self.rules = args.game_rules()
-        self.env = make(self.rules, args.episode)
         self.plan = plan_of(args)
         torch.manual_seed(args.seed)  # the torch network's initial weights: training.ppo's
         self.actor = build_network(self.rules, args.network_spec())
@@ -569,9 +562,7 @@ class Trainer:
             print(f"resumed from {self.state['checkpoint']} at {self.timesteps} timesteps")
         else:
             self.state = {"timesteps": 0, "updates": 0, "snapshots": [], "wall_s": 0.0}
-            self.games = new_games(
-                self.plan, self.env.params, jax.random.fold_in(self.key, FIRST_DEAL)
-            )
+            self.games = new_games(self.plan, jax.random.fold_in(self.key, FIRST_DEAL))
         self.state["encoding"] = current_encoding(self.rules)
         self.pool = [self.read_snapshot(name) for name in self.state["snapshots"]]
         devices = ", ".join(str(d) for d in jax.devices())
@@ -622,7 +613,7 @@ class Trainer:
 
     def games_shape(self) -> Games:
         """The games' arrays (shapes and types; their values are a deal never played)."""
-        return new_games(self.plan, self.env.params, jax.random.PRNGKey(0))
+        return new_games(self.plan, jax.random.PRNGKey(0))
 
     def load(self) -> None:
         """Restore the newest readable checkpoint (`Checkpoints.load`)."""
@@ -683,7 +674,6 @@ class Trainer:
             key = jax.random.fold_in(self.key, self.state["updates"])
             self.params, self.opt, out = update(
                 self.plan,
-                self.env.params,
                 self.params,
                 self.opt,
                 self.opponent(),
