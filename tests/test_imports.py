@@ -107,6 +107,34 @@ def test_package_layers_import_downwards_only():
     assert bad == []
 
 
+def private_jax_imports(paths: list[Path]) -> list[str]:
+    """Imports of the JAX room's private modules (``rummy500_env.jax._*``) in `paths`."""
+    return [
+        f"{path.name} imports {module}"
+        for path in paths
+        for module in sorted({".".join(m.split(".")[:3]) for m in imported_modules(path)})
+        if module.startswith("rummy500_env.jax._")
+    ]
+
+
+def test_only_the_jax_room_reads_its_private_modules():
+    """Issue 59: trainers, agents, benchmarks and examples use `rummy500_env.jax`'s public API
+    (the JAX room's own tests may read its internals)."""
+    root = PACKAGE.parent
+    paths = [p for p in PACKAGE.rglob("*.py") if "jax" not in p.relative_to(PACKAGE).parts[:1]]
+    for folder in ("training", "benchmarks", "examples"):
+        paths += list((root / folder).rglob("*.py"))
+    assert private_jax_imports(paths) == []
+
+
+def test_the_private_import_check_can_fail(tmp_path):
+    trainer = tmp_path / "trainer.py"
+    trainer.write_text(
+        "from rummy500_env.jax._rules import Shape\nfrom rummy500_env.jax import make\n"
+    )
+    assert private_jax_imports([trainer]) == ["trainer.py imports rummy500_env.jax._rules"]
+
+
 def module_graph() -> dict[str, set[str]]:
     """Each package module's imports of other package modules (at any depth of the file,
     lazy imports included), by dotted name; a package's ``__init__`` is the package's name.
