@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from rummy500_env.jax._rules import Shape, shuffled_deck
-from rummy500_env.jax._state import NUM_CARDS, Array, GameState
+from rummy500_env.jax._state import NONE, NUM_CARDS, Array, GameState
 
 
 def unseen_cards(shape: Shape, x: GameState, player: Array) -> Array:
@@ -33,7 +33,9 @@ def deal_world(shape: Shape, x: GameState, player: Array, key: Array) -> GameSta
     (seat order), the rest to the stock in the shuffled order. Uniform over the consistent
     deals: every order of the unseen cards is equally likely and fills the same places. The
     engine game's seed is drawn afresh (a world does not know the next hands' deals);
-    everything else is `x`'s."""
+    everything else is `x`'s. Two positions the seat cannot tell apart give the same world
+    for the same key, array for array (a search over worlds is then blind to the hidden cards
+    by construction: tests/test_jax_search.py)."""
     deck_key, seed_key = jax.random.split(key)
     unseen = unseen_cards(shape, x, player)
     others = jnp.arange(shape.players) != player
@@ -50,6 +52,6 @@ def deal_world(shape: Shape, x: GameState, player: Array, key: Array) -> GameSta
     hands = jnp.zeros((shape.players, NUM_CARDS + 1), bool).at[seat, to_hands].set(True)
     hands = jnp.where(others[:, None], x.known | hands[:, :NUM_CARDS], x.hands)
     stock = order[jnp.clip(dealt + rank, 0, NUM_CARDS - 1)]
-    stock = jnp.where(rank < x.stock_size, stock, x.stock)
+    stock = jnp.where(rank < x.stock_size, stock, NONE)  # past the stock: nothing, in any world
     seed = jax.random.bits(seed_key, (2,), jnp.uint32)
     return x.replace(hands=hands, stock=stock, seed=seed)
