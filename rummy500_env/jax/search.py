@@ -260,4 +260,5 @@ def _simulate(
 
     state, gained, _ = jax.lax.while_loop(going, play, (world, jnp.float32(0.0), jnp.int32(0)))
     _, value = network.apply(params, env.observe(state, seat))
-    return gained + jnp.where(over(state), 0.0, value)
+    total: Array = gained + jnp.where(over(state), 0.0, value)
+    return total
