@@ -28,6 +28,7 @@ from typing import Any
 from exploit_ladder import run_target
 
 from rummy500_env.engine.numbers import int_option
+from rummy500_env.evaluation.reports import signed_interval
 from rummy500_env.training import ppo
 
 
@@ -53,8 +54,7 @@ def train_on(start: Path, responses: list[Path], out: Path, args: argparse.Names
 
 def edge(result: dict[str, Any]) -> str:
     figs = result["edge"]
-    lo, hi = figs["margin_ci95"]
-    return f"{figs['margin']:+.1f} ({lo:+.1f} to {hi:+.1f}) by {figs['by']}"
+    return f"{figs['margin']:+.1f} ({signed_interval(figs['margin_ci95'])}) by {figs['by']}"
 
 
 def main(argv: list[str] | None = None) -> int:

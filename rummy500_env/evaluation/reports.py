@@ -113,6 +113,15 @@ def margin_interval(bounds: list[float | None]) -> str:
     return f"({lo:.1f} to {hi:.1f})"
 
 
+def signed_interval(bounds: list[float | None]) -> str:
+    """A margin's interval as the training tools print it, ``-1.2 to +3.4``, or what stands
+    in for one a single deal cannot give (`stats.mean_ci`)."""
+    lo, hi = bounds
+    if lo is None or hi is None:
+        return "one deal: no interval"
+    return f"{lo:+.1f} to {hi:+.1f}"
+
+
 def bound(x: float | None) -> str:
     """A margin interval's end in ``pairs.csv``: empty where one deal gives none."""
     return "" if x is None else f"{x:.2f}"

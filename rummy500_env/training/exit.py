@@ -64,6 +64,7 @@ from rummy500_env.engine.notation import Action
 from rummy500_env.engine.rules import Rules
 from rummy500_env.engine.seat_view import SeatView
 from rummy500_env.evaluation.pool import WorkerDied, WorkerPool
+from rummy500_env.evaluation.reports import signed_interval
 from rummy500_env.evaluation.tournament import Config, one_torch_thread
 from rummy500_env.evaluation.tournament import run as run_tournament
 from rummy500_env.rl.actions import ActionCodec
@@ -786,7 +787,7 @@ class Trainer:
         self.run.append_row("start_margins.csv", row)
         print(
             f"against the start policy at {self.timesteps:,} labels: {row['margin']:+.1f} a hand "
-            f"({row['low']:+.1f} to {row['high']:+.1f}, {row['hands']} hands)",
+            f"({signed_interval(pair['margin_a_ci95'])}, {row['hands']} hands)",
             flush=True,
         )
         return row
