@@ -12,8 +12,11 @@ import pickle
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from subprocess import PIPE
+from typing import Any
 
 import pytest
 import torch
@@ -21,16 +24,20 @@ import torch
 import rummy500_env
 from rummy500_env.engine.errors import RulesError
 from rummy500_env.engine.rules import Rules
+from rummy500_env.evaluation import tournament
 from rummy500_env.evaluation.evaluate import main as evaluate_main
+from rummy500_env.evaluation.pool import WorkerPool, WorkerSilent
 from rummy500_env.evaluation.stats import mean_ci
 from rummy500_env.rl.single_agent import Rummy500SingleAgentEnv
+from rummy500_env.training import ppo
 from rummy500_env.training.exploit import Args as ExploitArgs
 from rummy500_env.training.exploit import gain
 from rummy500_env.training.model import new_model
+from rummy500_env.training.parallel import CollectionError
 from rummy500_env.training.ppo import Trainer
 from rummy500_env.training.ppo import args_from_dict as ppo_args_from_dict
 from rummy500_env.training.ppo import main as ppo_main
-from rummy500_env.training.run import RunFolder, export_policy
+from rummy500_env.training.run import Checkpoints, RunFolder, export_policy, trainer_main
 from rummy500_env.training.settings import (
     ROLLOUT_SCALARS,
     ConfigError,
@@ -38,6 +45,16 @@ from rummy500_env.training.settings import (
     command_line,
     load_yaml,
     rollout_bytes,
+)
+from tests.faults_60_workers import (
+    MARKER_ENV,
+    REAL_PLAY_TASK,
+    alive,
+    fails_after,
+    kill_if_alive,
+    nap,
+    play_or_stop,
+    spawned_children,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -253,3 +270,271 @@ def test_collect_workers_beyond_the_usable_cores_are_warned_of(
     err = capsys.readouterr().err
     assert ("warning: collect_workers=2 on 1 usable cores" in err) is warned, err
     assert ("about 280 MB" in err) is warned
+
+
+# --- items 1 and 2: a collection worker that dies during the update, or stops answering
+
+SMALL = {"n_games": 5, "n_steps": 6, "minibatch_size": 10, "channels": 4, "blocks": 1}
+SMALL |= {"hidden": 8, "bc_decisions": 0, "progress": False, "total_timesteps": 10**6}
+
+
+def small_trainer(tmp_path: Path, **fields: object) -> Trainer:
+    args = ppo_args_from_dict(load_yaml("ppo") | SMALL | fields | {"run_dir": str(tmp_path)})
+    return Trainer(args, resume=False)
+
+
+@pytest.mark.slow
+def test_an_overlapped_worker_dying_during_the_update_stops_the_run_after_a_checkpoint(
+    tmp_path, monkeypatch
+):
+    """With ``--overlap`` the dead worker is found when the update's weights are published,
+    which was outside the ``try`` that checkpoints: the run ended without the checkpoint the
+    CHANGELOG promises. (Killed by its PID while the update runs.)"""
+    t = small_trainer(tmp_path, overlap=True, collect_workers=1)
+    worker = t.collector.workers[0][0]  # type: ignore[union-attr]
+    real_update = ppo.ppo_update
+
+    def update_then_kill(*args: Any, **kwargs: Any) -> dict[str, float]:
+        losses = real_update(*args, **kwargs)
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.join(10)
+        return losses
+
+    monkeypatch.setattr(ppo, "ppo_update", update_then_kill)
+    try:
+        with fails_after(60), pytest.raises(CollectionError) as raised:
+            t.learn()
+    finally:
+        t.close()
+    assert "died (exit code -9)" in str(raised.value)
+    assert "a checkpoint of the 30 timesteps learned so far was written first" in str(raised.value)
+    assert [p.name for p in (tmp_path / "checkpoints").glob("*.pt")] == ["step_0000000030.pt"]
+
+
+@pytest.mark.slow
+def test_a_stopped_collection_worker_is_an_error_naming_it_after_a_checkpoint(tmp_path):
+    """A collection worker SIGSTOPped (by its PID) hung ``training.ppo`` for ever. Past the
+    deadline (`worker_deadline`, 2 s here) it is an error naming the worker, after a
+    checkpoint, and the stopped worker is killed, not waited for."""
+    t = small_trainer(tmp_path, collect_workers=2)
+    worker = t.collector.workers[0][0]  # type: ignore[union-attr]
+    try:
+        t.collector.collect(t.model, 6, 0.99, 0.95)  # the worker runs (and beats)
+        t.collector.deadline = 2.0  # type: ignore[union-attr]
+        os.kill(worker.pid, signal.SIGSTOP)
+        with fails_after(30), pytest.raises(CollectionError) as raised:
+            t.learn()
+        started = time.monotonic()
+        with fails_after(30):
+            t.close(abort=True)
+        assert time.monotonic() - started < 10 and not alive(worker.pid)
+    finally:
+        kill_if_alive([worker.pid])
+    message = str(raised.value)
+    assert f"rummy500-collect-1 (process {worker.pid}) sent no sign of life" in message
+    assert "worker_deadline is 2 s" in message and "--resume" in message
+    assert "checkpoint of the 0 timesteps learned so far was written first" in message
+    assert list((tmp_path / "checkpoints").glob("*.pt"))
+
+
+def test_worker_deadline_is_a_setting_checked_like_the_others():
+    assert ppo_args_from_dict(load_yaml("ppo")).worker_deadline == 120
+    with pytest.raises(ConfigError, match=r"worker_deadline=0\.0 is not allowed"):
+        ppo_args_from_dict(load_yaml("ppo") | {"worker_deadline": 0}).validate()
+
+
+# --- item 2: a pool worker of training.evaluate that stops answering
+
+
+def test_a_stopped_pool_worker_is_an_error_naming_it_and_is_killed():
+    """A pool worker SIGSTOPped hung the tournament for ever (and Ctrl+C then joined it).
+    Past the pool's deadline it is `WorkerSilent`, naming it, and it is killed."""
+    pool = WorkerPool(2, deadline=2)
+    stopped: list[int] = []
+    try:
+        with fails_after(30), pytest.raises(WorkerSilent) as raised:
+            results = pool.imap_unordered(nap, [0, 20, 20, 20], unit="nap")
+            next(results)  # both workers run
+            stopped = sorted(pool._processes)[:1]
+            os.kill(stopped[0], signal.SIGSTOP)
+            list(results)
+        started = time.monotonic()
+        with fails_after(30):
+            pool.close()
+        assert time.monotonic() - started < 10 and not alive(stopped[0])
+    finally:
+        kill_if_alive(stopped)
+    message = str(raised.value)
+    assert message.startswith(f"worker process {stopped[0]} sent no sign of life for ")
+    assert "the deadline is 2 s" in message and "of 4 naps unfinished" in message
+
+
+@pytest.mark.slow
+def test_evaluate_with_a_stopped_worker_stops_with_one_error_line(tmp_path, monkeypatch, capsys):
+    """``training.evaluate --workers 2`` with one worker stopped waited for ever; with
+    ``--worker-deadline 2`` it ends with one error naming it, the games that ended kept."""
+    monkeypatch.setattr(tournament, "play_task", play_or_stop)
+    monkeypatch.setenv(MARKER_ENV, str(tmp_path))
+    argv = ["random", "greedy", "--games", "8", "--episode", "hand", "--workers", "2"]
+    argv += ["--worker-deadline", "2", "--out", str(tmp_path / "out")]
+    try:
+        with fails_after(90):
+            assert evaluate_main(argv) == 2
+    finally:
+        stopped = [int(p.name) for p in tmp_path.iterdir() if p.name.isdigit()]
+        kill_if_alive(stopped)
+    err = capsys.readouterr().err.strip().splitlines()[-1]  # below the progress bar
+    assert err.startswith(f"error: worker process {stopped[0]} sent no sign of life for ")
+    assert "of 8 games unfinished" in err and "--resume" in err
+    assert not alive(stopped[0]), "the stopped worker was left behind"
+
+
+# --- items 2 and 8: Ctrl+C
+
+
+def no_traceback(command: Callable[[], int]) -> int:
+    """`command`'s exit code; a KeyboardInterrupt that escapes it (the traceback Ctrl+C
+    printed) fails the test instead of stopping the suite."""
+    try:
+        return command()
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl+C escaped the command: a traceback, not one line")
+
+
+def test_ctrl_c_in_a_trainer_is_one_line_and_exit_130(tmp_path, capsys):
+    """Ctrl+C printed a traceback of 10 to 14 frames in training.ppo and training.jax_ppo
+    (`run.trainer_main`, which every trainer's command is)."""
+    args = ppo_args_from_dict(load_yaml("ppo") | {"run_dir": str(tmp_path / "run")})
+
+    def interrupted(args: object, resume: bool) -> None:
+        raise KeyboardInterrupt
+
+    assert no_traceback(lambda: trainer_main(lambda argv: (args, False), interrupted, [])) == 130
+    assert capsys.readouterr().err == (
+        f"stopped before the first checkpoint of {tmp_path / 'run'}: run the same command to "
+        "start again\n"
+    )
+    Checkpoints(tmp_path / "run", 1).save({"timesteps": 64}, lambda tmp: tmp.write_text("{}"))
+    assert no_traceback(lambda: trainer_main(lambda argv: (args, True), interrupted, [])) == 130
+    run = tmp_path / "run"
+    assert capsys.readouterr().err == (
+        f"stopped; --resume {run} goes on from the last checkpoint (step_0000000064)\n"
+    )
+    assert no_traceback(lambda: trainer_main(interrupted_parse, interrupted, [])) == 130
+    assert capsys.readouterr().err == "stopped\n"
+
+
+def interrupted_parse(argv: list[str]) -> tuple[Any, bool]:
+    raise KeyboardInterrupt
+
+
+def test_ctrl_c_in_training_jax_ppo_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("jax")
+    jax_ppo = importlib.import_module("rummy500_env.training.jax_ppo")
+
+    def interrupted(args: object, resume: bool) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(jax_ppo, "train", interrupted)
+    assert no_traceback(lambda: jax_ppo.main(["--run-dir", str(tmp_path / "run")])) == 130
+    assert capsys.readouterr().err.startswith("stopped before the first checkpoint of ")
+
+
+def test_ctrl_c_in_evaluate_is_one_line_naming_the_games_kept(tmp_path, monkeypatch, capsys):
+    """Ctrl+C printed a traceback in training.evaluate."""
+    played: list[object] = []
+
+    def third_is_interrupted(work: tournament.Work) -> tournament.GameRecord:
+        if len(played) == 2:
+            raise KeyboardInterrupt
+        played.append(work)
+        return REAL_PLAY_TASK(work)
+
+    monkeypatch.setattr(tournament, "play_task", third_is_interrupted)
+    out = tmp_path / "out"
+    argv = ["random", "greedy", "--games", "8", "--episode", "hand", "--workers", "1"]
+    assert no_traceback(lambda: evaluate_main([*argv, "--out", str(out)])) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"stopped; the 2 games played are kept in {out / 'games.jsonl'}: run the same command "
+        "with --resume to play the rest"
+    )
+
+
+def wait_for(condition: Callable[[], object], seconds: float, what: str) -> None:
+    end = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > end:
+            pytest.fail(f"{what} not seen in {seconds} s")
+        time.sleep(0.2)
+
+
+def ctrl_c_with_a_stopped_worker(
+    argv: list[str], started: Callable[[], object], tmp_path: Path
+) -> tuple[int, str, float]:
+    """Run the command `argv` from the repository root; once `started` holds, stop one of
+    its workers (SIGSTOP, by PID) and press Ctrl+C (SIGINT to the command's PID). Returns
+    its exit code, its stderr and the seconds it took to end after Ctrl+C; kills it (and the
+    stopped worker) if it did not end within 60 s."""
+    err = tmp_path / "stderr.txt"
+    with open(err, "w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, *argv], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr
+        )
+    workers: list[int] = []
+    try:
+        wait_for(lambda: started() and spawned_children(proc.pid), 120, "the workers")
+        workers = spawned_children(proc.pid)
+        os.kill(workers[0], signal.SIGSTOP)
+        time.sleep(0.5)
+        pressed = time.monotonic()
+        os.kill(proc.pid, signal.SIGINT)
+        try:
+            code = proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            pytest.fail("Ctrl+C did not end the command in 60 s (it waits on its workers)")
+        took = time.monotonic() - pressed
+        wait_for(lambda: not any(map(alive, workers)), 10, "the workers' end")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_if_alive(workers)
+    return code, err.read_text(), took
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_a_stopped_collection_worker_ends_training_ppo_with_one_line(tmp_path):
+    """SIGSTOP one collection worker of ``training.ppo --collect-workers 2``, then Ctrl+C:
+    the parent joined the stopped child at exit and stayed until it got SIGCONT or kill -9.
+    Now the workers are terminated, then killed after a short grace, and one line says
+    where the run goes on from."""
+    run = tmp_path / "run"
+    argv = ["-m", "training.ppo", "--rules", "standard,target=100", "--n-games", "4"]
+    argv += ["--n-steps", "16", "--minibatch-size", "64", "--channels", "4", "--blocks", "1"]
+    argv += ["--hidden", "8", "--threads", "1", "--collect-workers", "2", "--no-progress"]
+    argv += ["--checkpoint-every", "64", "--total-timesteps", "100000000", "--run-dir", str(run)]
+    started = lambda: list(run.glob("checkpoints/step_*.pt"))  # noqa: E731
+    code, err, took = ctrl_c_with_a_stopped_worker(argv, started, tmp_path)
+    assert code == 130 and took < 15, (code, took, err)
+    assert "Traceback" not in err, err
+    assert err.splitlines()[-1].startswith(f"stopped; --resume {run} goes on from the last ")
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_a_stopped_pool_worker_ends_training_evaluate_with_one_line(tmp_path):
+    """SIGSTOP one pool worker of ``training.evaluate ... --workers 2``, then Ctrl+C: the
+    executor's ``shutdown(wait=True)`` joined the stopped worker for ever."""
+    out = tmp_path / "out"
+    argv = ["-m", "training.evaluate", "greedy", "random", "--games", "2000", "--workers", "2"]
+    argv += ["--episode", "hand", "--out", str(out)]
+    journal = out / "games.jsonl"
+    started = lambda: journal.is_file() and len(journal.read_text().splitlines()) > 4  # noqa: E731
+    code, err, took = ctrl_c_with_a_stopped_worker(argv, started, tmp_path)
+    assert code == 130 and took < 15, (code, took, err)
+    assert "Traceback" not in err, err
+    assert err.splitlines()[-1].startswith("stopped; the ")
+    assert err.splitlines()[-1].endswith(
+        f" games played are kept in {journal}: run the same command with --resume to play the rest"
+    )

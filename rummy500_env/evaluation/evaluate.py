@@ -16,8 +16,12 @@ final margin with its 95% interval) and Elo ratings fitted by maximum likelihood
 (Bradley-Terry) with 95% intervals, and writes ``results.json``, ``pairs.csv`` and
 ``ratings.png`` to --out. Each game is also written to ``games.jsonl`` there as it ends: a
 stopped tournament (Ctrl+C, a worker process killed) goes on with ``--resume`` (the same agents
-and flags), playing only the games it lacks. An agent that asks an endpoint (``llm:``) also
-has its failed requests and fallbacks (the decisions that were not the model's) listed.
+and flags), playing only the games it lacks. A worker process that sends no sign of life for
+``--worker-deadline`` seconds (its heartbeat, which beats whatever its game does: stopped,
+frozen) stops the tournament with one error naming it, as a dead one does; Ctrl+C stops it with
+one line, the workers terminated, then killed after a short grace. An agent that asks an
+endpoint (``llm:``) also has its failed requests and fallbacks (the decisions that were not the
+model's) listed.
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ from rummy500_env.agents.registry import agent_help, check_agents, check_spec, r
 from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.engine.rules import PRESETS
+from rummy500_env.evaluation.pool import DEADLINE_S
 from rummy500_env.evaluation.reports import folder_problem, print_table, write_outputs
-from rummy500_env.evaluation.tournament import Config, EvaluateError, run
+from rummy500_env.evaluation.tournament import Config, EvaluateError, Journal, run
 
 # This module is the command (its --help is the docstring above); the games and their summary
 # are `evaluation.tournament`, the statistics `evaluation.stats`, the table and files
@@ -82,6 +87,14 @@ def _add_run_flags(ap: argparse.ArgumentParser) -> None:
     """The flags for how the games run and where they go (pool, seed, files, Ray), apart from
     those that say which games are played."""
     ap.add_argument("--workers", type=int_option("workers"), default=os.cpu_count() or 1)
+    ap.add_argument(
+        "--worker-deadline",
+        type=int_option("worker-deadline"),
+        default=int(DEADLINE_S),
+        metavar="SECONDS",
+        help="a worker process silent this long (no heartbeat: stopped, frozen) is an error "
+        f"naming it (default {DEADLINE_S:.0f})",
+    )
     ap.add_argument("--seed", type=int_option("seed"), default=0)
     ap.add_argument(
         "--out",
@@ -122,6 +135,8 @@ def _check_flags(a: argparse.Namespace) -> None:
         raise EvaluateError(f"--episode {a.episode!r}: use 'game' or 'hand'")
     if a.workers < 1:
         raise EvaluateError(f"--workers {a.workers}: use 1 or more")
+    if a.worker_deadline < 1:
+        raise EvaluateError(f"--worker-deadline {a.worker_deadline}: use 1 second or more")
     if a.address is not None and not a.ray:
         raise EvaluateError(f"--address {a.address!r} needs --ray")
     for flag, folder in (("--out", a.out), ("--record", a.record)):
@@ -154,6 +169,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
         field=a.field,
         journal=True,
         resume=a.resume,
+        worker_deadline=a.worker_deadline,
     )
     rules = cfg.game_rules()  # a RulesError now, not in a worker
     cfg.specs = [resolve_spec(s, rules) for s in cfg.specs]  # "model": the shipped policy's name
@@ -162,17 +178,36 @@ def parse_args(argv: list[str] | None = None) -> Config:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command: 0 when the tournament's results are written, 2 with one ``error:`` line,
+    130 with one line after Ctrl+C (`stopped`)."""
+    cfg: Config | None = None
     try:
         cfg = parse_args(argv)
-    except Rummy500Error as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    t0 = time.time()
-    try:
-        summary = run(cfg)
+        return play_and_report(cfg)
     except Rummy500Error as e:  # a --resume of another tournament's journal, a worker killed
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(stopped(cfg), file=sys.stderr)
+        return 130
+
+
+def stopped(cfg: Config | None) -> str:
+    """The line Ctrl+C ends the command with: the games its journal keeps for ``--resume``."""
+    journal = None if cfg is None else Path(cfg.out) / Journal.NAME
+    if journal is None or not journal.is_file():
+        return "stopped"
+    games = len(journal.read_text().splitlines()) - 1  # below the line naming the tournament
+    return (
+        f"stopped; the {games} games played are kept in {journal}: run the same command with "
+        "--resume to play the rest"
+    )
+
+
+def play_and_report(cfg: Config) -> int:
+    """Play the tournament, print its table and write its files."""
+    t0 = time.time()
+    summary = run(cfg)
     summary["wall_s"] = time.time() - t0
     print_table(summary)
     written = write_outputs(summary, Path(cfg.out))

@@ -35,7 +35,7 @@ from rummy500_env.engine.errors import Rummy500Error
 from rummy500_env.engine.files import write_atomically
 from rummy500_env.engine.rules import Rules
 from rummy500_env.evaluation.arena import Result, add_counts, play
-from rummy500_env.evaluation.pool import WorkerPool
+from rummy500_env.evaluation.pool import DEADLINE_S, WorkerPool
 from rummy500_env.evaluation.stats import elo, mean_ci, wilson
 
 
@@ -94,6 +94,9 @@ class Config:
     resume: bool = False
     """Keep the games ``out/games.jsonl`` holds and play only the rest; the journal must be of
     this tournament (`Journal.identity`). Implies `journal`."""
+    worker_deadline: float = DEADLINE_S
+    """Seconds a worker of the process pool may send no heartbeat (stopped, frozen) before the
+    tournament stops with an error naming it (`pool.WorkerSilent`)."""
 
     def game_rules(self) -> Rules:
         return Rules.parse(self.rules, players=self.players)
@@ -541,7 +544,7 @@ def _play(cfg: Config, work: list[Work], ended: Callable[[GameRecord], None]) ->
             else ""
         )
         size = games_per_task(len(work), cfg.workers)
-        with WorkerPool(cfg.workers, initializer=one_torch_thread) as pool:
+        with WorkerPool(cfg.workers, one_torch_thread, cfg.worker_deadline) as pool:
             for rec in pool.imap_unordered(play_task, work, size, "game", advice):
                 ended(rec)
     else:

@@ -8,8 +8,13 @@ of shared memory, and says so; the parts are joined along the games axis, so the
 sees one batch exactly as with one process. Without overlap this process is one of the N
 (it collects its own share meanwhile); with ``overlap: true`` the N are all worker processes,
 and they collect the next rollout while this one updates on the last (`ParallelCollector`).
-Workers start once (``spawn``, so nothing of this process's torch state is shared) and end
-with the run, or by themselves when this process dies.
+Workers start once (``spawn``, so nothing of this process's torch state is shared, and
+ignoring Ctrl+C, which this process handles) and end with the run, or by themselves when this
+process dies. A worker that dies, or that sends no heartbeat for ``worker_deadline`` seconds
+(`evaluation.pool.Heartbeats`: stopped, frozen), is a `CollectionError` naming it wherever this
+process meets it, sending or receiving; `training.ppo` checkpoints, then stops. On an error or
+Ctrl+C the workers are terminated, and killed after a short grace (`ParallelCollector.close`),
+never waited on.
 
 Shared memory, not the pipe, carries the rollouts: measured, a worker's part crosses a pipe
 about ten times slower than it is read from a buffer (docs/speed.md, "Collection").
@@ -24,18 +29,25 @@ import copy
 import dataclasses
 import multiprocessing
 import os
+import signal
+import threading
+import time
 import traceback
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import torch
 
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.evaluation.pool import BEAT_S, DEADLINE_S, Heartbeats, sigint_ignored, stop
 from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
 from rummy500_env.training.model import ActorCritic, new_model
 from rummy500_env.training.rollouts import Collector, LearnerSettings, Rollout, new_collector
 
+CLOSE_S = 30.0
+"""How long a run's end waits for its workers to finish the rollout they are on and leave,
+before they are terminated (`ParallelCollector.close`)."""
 SEED_STRIDE = 1_000_003
 """Worker k's seeds are the run's plus k times this: far from the run's own."""
 
@@ -113,6 +125,9 @@ class ParallelCollector:
     the policy that acted; still, lagged data costs learning at the default budget
     (docs/experiments.md, 2026-12-04), which is why overlap is off by default. New snapshots
     reach the workers with the next request, one rollout later than without overlap.
+
+    A worker that dies, or sends no heartbeat for `deadline` seconds, is a `CollectionError`
+    naming it, from `collect` or `publish`.
     """
 
     def __init__(
@@ -124,8 +139,10 @@ class ParallelCollector:
         sampling_seed: int,
         snapshots: list[str],
         fresh_from: int | None = None,
+        deadline: float = DEADLINE_S,
     ) -> None:
         self.local = local
+        self.deadline = deadline
         self.fresh_from = fresh_from
         self.published = True
         """With overlap: the workers have the weights for the rest of the pending rollout."""
@@ -140,6 +157,10 @@ class ParallelCollector:
         self._returns: list[float] = []
         """With overlap (no collector here): the finished episodes the workers report."""
         ctx = multiprocessing.get_context("spawn")
+        self.beats = Heartbeats(len(worker_games), ctx)
+        self.started = time.monotonic()
+        """A worker's silence counts from here until its first heartbeat."""
+        self._senders: list[threading.Thread] = []
         self.workers: list[tuple[multiprocessing.process.BaseProcess, Connection]] = []
         first = 1 if local is not None else 0  # seeds: this process's games are part 0
         for k, n in enumerate(worker_games, start=first):
@@ -149,11 +170,12 @@ class ParallelCollector:
             worker_args.seed = args.seed + k * SEED_STRIDE
             process = ctx.Process(
                 target=serve,
-                args=(theirs, worker_args, n, *seeds, self.snapshots, local is None),
+                args=(theirs, worker_args, n, *seeds, self.snapshots, local is None, self.beats),
                 name=f"rummy500-collect-{k}",
                 daemon=True,
             )
-            process.start()
+            with sigint_ignored():
+                process.start()
             theirs.close()
             self.workers.append((process, mine))
 
@@ -192,11 +214,7 @@ class ParallelCollector:
         if self.published:
             return
         weights = _weights(model)
-        for process, conn in self.workers:
-            try:
-                conn.send(weights)
-            except (OSError, ValueError):
-                raise _died(process) from None
+        self._send_all([weights] * len(self.workers))
         self.published = True
 
     def _request(self, model: ActorCritic, n_steps: int, gamma: float, lam: float) -> None:
@@ -207,43 +225,92 @@ class ParallelCollector:
         fresh = not self.buffers or len(self.buffers[0]["actions"]) != n_steps
         if fresh:
             self.buffers = [shared_buffers(n_steps, n, self.args) for n in self.worker_games]
-        for (process, conn), buffers in zip(self.workers, self.buffers, strict=True):
-            try:
-                request = (weights, n_steps, gamma, lam, fresh_from, changed)
-                conn.send((*request, buffers if fresh else None))
-            except (OSError, ValueError):  # a closed pipe: the worker is gone
-                raise _died(process) from None
+        request = (weights, n_steps, gamma, lam, fresh_from, changed)
+        self._send_all([(*request, buffers if fresh else None) for buffers in self.buffers])
         self._sent_snapshots = list(self.snapshots)
         self.pending = True
         self.published = fresh_from is None or fresh_from >= n_steps
 
     def _receive_all(self) -> list[Rollout]:
         """Every worker's rollout, read from its buffers (copied by the join that follows,
-        before the buffers are written again)."""
-        parts = []
-        for (process, conn), buffers in zip(self.workers, self.buffers, strict=True):
-            try:
-                status, payload = conn.recv()
-            except (EOFError, OSError):
-                raise _died(process) from None
-            if status != "ok":
-                raise CollectionError(f"collection worker {process.name} failed:\n{payload}")
-            parts.append(Rollout(**buffers))
-            self.episode_returns.extend(payload)
+        before the buffers are written again), in the order of the workers; each answer is
+        read as it comes, and the silent workers are watched meanwhile."""
+        waiting = {conn: k for k, (_process, conn) in enumerate(self.workers)}
+        returns: dict[int, list[float]] = {}
+        while waiting:
+            for ready in wait(list(waiting), BEAT_S):
+                k = waiting.pop(ready)  # type: ignore[call-overload]  # wait returns those given
+                process, conn = self.workers[k]
+                try:
+                    status, payload = conn.recv()
+                except (EOFError, OSError):
+                    raise _died(process) from None
+                if status != "ok":
+                    raise CollectionError(f"collection worker {process.name} failed:\n{payload}")
+                returns[k] = payload
+            for k in waiting.values():
+                self._require_heartbeat(k)
+        for k in range(len(self.workers)):
+            self.episode_returns.extend(returns[k])
         self.pending = False
-        return parts
+        return [Rollout(**buffers) for buffers in self.buffers]
 
-    def close(self) -> None:
-        """Stop the workers (each finishes the rollout it is on)."""
-        for _process, conn in self.workers:
+    def _send_all(self, messages: list[Any]) -> None:
+        """Send each worker its message, each from a thread of its own: a worker that reads
+        nothing (stopped) would block this process in the send once its pipe is full. A
+        worker gone, or silent for the deadline, is a `CollectionError` naming it."""
+        failed: set[int] = set()
+
+        def send(k: int, conn: Connection, message: Any) -> None:
             try:
-                conn.send(None)
-            except OSError:
-                pass  # already gone
-        for process, conn in self.workers:
-            process.join(30)
-            if process.is_alive():
-                process.terminate()
+                conn.send(message)
+            except (OSError, ValueError):  # a closed pipe: the worker is gone
+                failed.add(k)
+
+        pairs = zip(self.workers, messages, strict=True)
+        self._senders = [
+            threading.Thread(target=send, args=(k, conn, message), daemon=True)
+            for k, ((_process, conn), message) in enumerate(pairs)
+        ]
+        for sender in self._senders:
+            sender.start()
+        for k, sender in enumerate(self._senders):
+            sender.join(BEAT_S)
+            while sender.is_alive():
+                self._require_heartbeat(k)
+                sender.join(BEAT_S)
+            if k in failed:
+                raise _died(self.workers[k][0])
+
+    def _require_heartbeat(self, k: int) -> None:
+        """Raise `CollectionError` when worker `k` has sent no heartbeat for the deadline."""
+        process = self.workers[k][0]
+        quiet = self.beats.silence(process.pid or 0, self.started)
+        if quiet > self.deadline:
+            raise CollectionError(
+                f"collection worker {process.name} (process {process.pid}) sent no sign of "
+                f"life for {quiet:.0f} s (stopped, or stuck; worker_deadline is "
+                f"{self.deadline:g} s); resume the run from its last checkpoint with --resume"
+            )
+
+    def close(self, abort: bool = False) -> None:
+        """Stop the workers: in order, each leaving once its rollout is done (up to `CLOSE_S`
+        in all), or with `abort` (an error, Ctrl+C) at once; then any still there is
+        terminated, and killed after a short grace (`pool.stop`): a stopped worker keeps a
+        terminate pending for ever, and is never waited on."""
+        processes = [process for process, _conn in self.workers]
+        if not abort:
+            try:
+                self._send_all([None] * len(self.workers))
+            except CollectionError:
+                pass  # gone, or silent: stopped below
+            end = time.monotonic() + CLOSE_S
+            for process in processes:
+                process.join(max(0.0, end - time.monotonic()))
+        stop(processes)
+        for sender in self._senders:  # their worker is gone: a blocked send fails at once
+            sender.join(BEAT_S)
+        for _process, conn in self.workers:
             conn.close()
         self.workers = []
 
@@ -260,7 +327,7 @@ def _joined(parts: list[Rollout]) -> Rollout:
 
 
 def _died(process: multiprocessing.process.BaseProcess) -> CollectionError:
-    process.join(5)
+    process.join(5)  # its pipe closes as it ends: the exit code follows at once
     return CollectionError(
         f"collection worker {process.name} died (exit code {process.exitcode}); "
         "resume the run from its last checkpoint with --resume"
@@ -275,10 +342,14 @@ def serve(
     sampling_seed: int,
     snapshots: list[str],
     overlapped: bool,
+    beats: Heartbeats,
 ) -> None:
     """A worker process: its own games and network (`Worker`), one rollout per request, until
     told to stop (None) or until the learner's end of the pipe closes; `overlapped`, at
-    `OVERLAP_NICENESS`."""
+    `OVERLAP_NICENESS`. It beats (`beats`) from its start, and leaves Ctrl+C to the learner,
+    which stops it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    beats.start()
     try:
         torch.set_num_threads(1)
         if overlapped:

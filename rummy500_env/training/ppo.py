@@ -31,9 +31,11 @@ view still works with MaskablePPO for those who want it (tested; see the README)
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,7 @@ from rummy500_env.agents.networks import KINDS
 from rummy500_env.agents.policy import PolicyAgent, current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
+from rummy500_env.evaluation.pool import DEADLINE_S
 from rummy500_env.training.device import DeviceArgs, check_device, device_line, pick_device
 from rummy500_env.training.model import ADAM_EPS, ActorCritic, masked_logits, new_model, ppo_loss
 from rummy500_env.training.parallel import (
@@ -130,6 +133,10 @@ class Args(DeviceArgs, PPOArgs):
     update old while the update runs; then the workers wait for the updated weights. None:
     a quarter of n_steps (it learns as well as no overlap, where the whole rollout lagged
     did not); n_steps or more: the whole rollout."""
+    worker_deadline: float = DEADLINE_S
+    """Seconds a collection worker may send no heartbeat (it beats every half second whatever
+    its games do, so only a stopped or frozen worker is silent) before the run stops with an
+    error naming it, after a checkpoint."""
     progress: bool = True
     """Print a progress line every 15 seconds."""
 
@@ -180,6 +187,12 @@ class Args(DeviceArgs, PPOArgs):
             "use an int >= 0",
         )
         require(self, 0 < self.max_grad_norm < math.inf, "max_grad_norm", "use a finite number > 0")
+        require(
+            self,
+            0 < self.worker_deadline < math.inf,
+            "worker_deadline",
+            "use a finite number of seconds > 0",
+        )
         require(self, self.network in KINDS, "network", f"use one of {KINDS}")
         require(
             self,
@@ -388,13 +401,18 @@ class Trainer:
         parts = shares(args.n_games, processes)
         seeds = (games_seed, sampling_seed, snapshots)
         self.collector: Collector | ParallelCollector
+        deadline = args.worker_deadline
         if args.overlap:
-            self.collector = ParallelCollector(None, args, parts, *seeds, args.lagged_steps)
+            self.collector = ParallelCollector(
+                None, args, parts, *seeds, args.lagged_steps, deadline
+            )
         else:
             mine, *theirs = parts
             self.collector = new_collector(args, mine, *seeds)
             if theirs:
-                self.collector = ParallelCollector(self.collector, args, theirs, *seeds)
+                self.collector = ParallelCollector(
+                    self.collector, args, theirs, *seeds, deadline=deadline
+                )
 
     @property
     def timesteps(self) -> int:
@@ -405,10 +423,11 @@ class Trainer:
         inside the run folder)."""
         return [str(self.run.path / name) for name in self.state["snapshots"]]
 
-    def close(self) -> None:
-        """Stop the collection workers, if any."""
+    def close(self, abort: bool = False) -> None:
+        """Stop the collection workers, if any: in order, or with `abort` (an error, Ctrl+C)
+        at once (`ParallelCollector.close`)."""
         if isinstance(self.collector, ParallelCollector):
-            self.collector.close()
+            self.collector.close(abort)
 
     @property
     def writer(self) -> Any:
@@ -458,16 +477,10 @@ class Trainer:
                 frac = 1.0 - self.timesteps / args.total_timesteps
                 for group in self.optimizer.param_groups:
                     group["lr"] = frac * args.learning_rate
-            try:
+            with self.checkpoint_on_collection_error():
                 rollout = self.collector.collect(
                     self.model, args.n_steps, args.gamma, args.gae_lambda
                 )
-            except CollectionError as e:  # a worker died: keep every update made so far
-                self.checkpoint()
-                raise CollectionError(
-                    f"{e} (a checkpoint of the {self.timesteps:,} timesteps learned so far was "
-                    "written first)"
-                ) from None
             losses = ppo_update(
                 self.model, self.optimizer, rollout, args, args.seed + self.state["updates"]
             )
@@ -476,7 +489,8 @@ class Trainer:
             where = f"update {self.state['updates']} ({self.timesteps:,} timesteps)"
             stop_if_diverged(losses, where, self.run.path, args)  # before it is saved anywhere
             if isinstance(self.collector, ParallelCollector):
-                self.collector.publish(self.model)  # the rest of the next rollout, by these
+                with self.checkpoint_on_collection_error():  # the rest of the next rollout
+                    self.collector.publish(self.model)  # by these weights
             steps_since += args.rollout_size
             self.state["wall_s"] += time.time() - start
             start = time.time()
@@ -494,6 +508,20 @@ class Trainer:
             if self.timesteps < args.total_timesteps and evaluation.due(self.timesteps):
                 self.evaluate()  # (at the end the final evaluation follows)
 
+    @contextlib.contextmanager
+    def checkpoint_on_collection_error(self) -> Iterator[None]:
+        """Around each exchange with the collection workers (a request, a rollout handed back,
+        the weights published with overlap): a worker that died or went silent there
+        (`CollectionError`) stops the run after a checkpoint of every update made so far."""
+        try:
+            yield
+        except CollectionError as e:
+            self.checkpoint()
+            raise CollectionError(
+                f"{e} (a checkpoint of the {self.timesteps:,} timesteps learned so far was "
+                "written first)"
+            ) from None
+
     def _log(self, losses: dict[str, float]) -> None:
         for k, v in losses.items():
             self.writer.add_scalar(f"loss/{k}", v, self.timesteps)
@@ -510,16 +538,18 @@ def train(args: Args, resume: bool = False) -> Path:
     if not resume and args.init_policy:
         load_init_policy(args)
     trainer = Trainer(args, resume)
-    trainer.run.announce()
-    if not resume:
-        trainer.warm_start()
-        trainer.snapshot()
-        if args.bc_decisions or args.init_policy:
-            trainer.evaluate()  # the start, to measure what PPO adds
     try:
+        trainer.run.announce()
+        if not resume:
+            trainer.warm_start()
+            trainer.snapshot()
+            if args.bc_decisions or args.init_policy:
+                trainer.evaluate()  # the start, to measure what PPO adds
         trainer.learn()
-    finally:
-        trainer.close()
+    except BaseException:  # an error or Ctrl+C: the workers are stopped, not waited for
+        trainer.close(abort=True)
+        raise
+    trainer.close()
     trainer.checkpoint()
     return trainer.run.finish(trainer.model.actor, trainer.state)
 

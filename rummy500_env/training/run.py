@@ -124,10 +124,16 @@ def trainer_main(
 ) -> int:
     """A trainer's command (``python -m training.<name>``): read the arguments (`argv`, or the
     process's), train or resume; a `Rummy500Error`, or a full disk met by a write outside
-    `write_atomically` (TensorBoard's, a CSV row's), is one ``error:`` line and exit 2."""
+    `write_atomically` (TensorBoard's, a CSV row's), is one ``error:`` line and exit 2; Ctrl+C
+    is one line saying where the run goes on from (`stopped`) and exit 130, as a shell
+    reports a process ended by SIGINT."""
+    args: A | None = None
     try:
         args, resume = parse(sys.argv[1:] if argv is None else argv)
         train(args, resume)
+    except KeyboardInterrupt:
+        print(stopped(args), file=sys.stderr)
+        return 130
     except Rummy500Error as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -138,6 +144,18 @@ def trainer_main(
         print(f"error: {full}", file=sys.stderr)
         return 2
     return 0
+
+
+def stopped(args: TrainArgs | None) -> str:
+    """The line a trainer's command ends with on Ctrl+C: its run goes on from the last
+    checkpoint with ``--resume``, or, stopped before the first, starts again."""
+    if args is None:
+        return "stopped"
+    run = args.run_path
+    saved = Checkpoints(run, 1).paths() if run.is_dir() else []
+    if saved:
+        return f"stopped; --resume {run} goes on from the last checkpoint ({saved[0].name})"
+    return f"stopped before the first checkpoint of {run}: run the same command to start again"
 
 
 class Every:
