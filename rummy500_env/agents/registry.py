@@ -10,6 +10,11 @@ A spec is one of
   it searches with (``psearch:200ms:standard``; by default the shipped policy made for the
   table, as ``model`` picks it): `rummy500_env.agents.psearch`, a policy-guided search, in
   the setting that plays strongest (`PolicySearchAgent.for_play`);
+* ``gumbel`` (32 simulations over 8 worlds a decision), ``gumbel:32`` (simulations a decision)
+  or ``gumbel:32x8`` (simulations times worlds), optionally followed by ``:PATH_OR_NAME``, its
+  card-network policy (by default the shipped policy made for the table):
+  `rummy500_env.agents.gumbel`, the fair Gumbel search of `rummy500_env.jax.search` (needs the
+  ``jax`` extra);
 * ``ismcts`` (100 simulations a decision) or ``ismcts:200`` (simulations a decision):
   OpenSpiel's IS-MCTS bot on the OpenSpiel game (`rummy500_env.agents.ismcts`; needs the
   ``openspiel`` extra);
@@ -70,7 +75,9 @@ class AgentSpec:
     path: str | None = None
     """A policy file (or shipped name) the agent plays or searches with; llm: the spec."""
     simulations: int | None = None
-    """IS-MCTS and psearch: simulations a decision."""
+    """IS-MCTS, psearch and gumbel: simulations a decision."""
+    worlds: int | None = None
+    """gumbel: worlds a decision."""
 
 
 @dataclass(frozen=True)
@@ -125,16 +132,58 @@ def _psearch_spec(spec: str, rest: str | None) -> AgentSpec:
         "a positive whole number of milliseconds (psearch:200ms) or of simulations "
         "(psearch:64), then optionally :PATH_OR_NAME",
     )
-    if colon and not (_is_file(policy) or policy in shipped_policies()):
+    path = _searched_policy(spec, policy) if colon else None
+    if ms:
+        return AgentSpec("psearch", ms=n, path=path)
+    return AgentSpec("psearch", simulations=n, path=path)
+
+
+def _searched_policy(spec: str, policy: str) -> str:
+    """The ``:PATH_OR_NAME`` of a search spec, checked to be a file or a shipped name."""
+    if not (_is_file(policy) or policy in shipped_policies()):
         raise AgentSpecError(
             f"no policy {shown(policy, 100)} in {shown(spec, 100)}: give the path of an "
             "exported policy file (.pt) or a shipped policy's name "
             f"({', '.join(shipped_policies()) or 'none found'})"
         )
-    path = policy if colon else None
-    if ms:
-        return AgentSpec("psearch", ms=n, path=path)
-    return AgentSpec("psearch", simulations=n, path=path)
+    return policy
+
+
+def _gumbel_spec(spec: str, rest: str | None) -> AgentSpec:
+    """``gumbel``, ``gumbel:N``, ``gumbel:NxW``, each optionally followed by
+    ``:PATH_OR_NAME``; refused here, not in a worker, when JAX is missing."""
+    if importlib.util.find_spec("jax") is None:
+        raise AgentSpecError(
+            f'{shown(spec, 100)} needs JAX, which is not installed: pip install "rummy500_env[jax]"'
+        )
+    from rummy500_env.agents.gumbel import SIMULATIONS, WORLDS
+
+    if rest is None:
+        return AgentSpec("gumbel", simulations=SIMULATIONS, worlds=WORLDS)
+    budget, colon, policy = rest.partition(":")
+    how = (
+        "a positive whole number of simulations a decision (gumbel:32), optionally times the "
+        "worlds (gumbel:32x8), then optionally :PATH_OR_NAME"
+    )
+    sims, x, worlds = budget.partition("x")
+    n, ms = _budget(spec, "gumbel", sims, how)
+    w, w_ms = _budget(spec, "gumbel", worlds, how) if x else (WORLDS, False)
+    if ms or w_ms:
+        raise AgentSpecError(f"bad gumbel budget in {shown(spec, 100)}: give {how}")
+    path = _searched_policy(spec, policy) if colon else None
+    return AgentSpec("gumbel", simulations=n, worlds=w, path=path)
+
+
+def _build_gumbel(s: AgentSpec, rules: Rules, seed: int) -> Agent:
+    from rummy500_env.agents.gumbel import SIMULATIONS, WORLDS, GumbelAgent  # jax: when named
+
+    return GumbelAgent(
+        rules,
+        s.path,
+        simulations=s.simulations or SIMULATIONS,
+        worlds=s.worlds or WORLDS,
+        seed=seed,
+    )
 
 
 def _build_psearch(s: AgentSpec, rules: Rules, seed: int) -> Agent:
@@ -218,6 +267,14 @@ KINDS: dict[str, Kind] = {
             "of the policy it searches with: psearch:200ms:standard)",
             _psearch_spec,
             _build_psearch,
+        ),
+        Kind(
+            "gumbel",
+            "gumbel, gumbel:32 or gumbel:32x8 (the fair Gumbel search on the JAX engine, any "
+            "positive whole number of simulations a decision, optionally times the worlds, "
+            "then optionally :PATH_OR_NAME of its card-network policy; the jax extra)",
+            _gumbel_spec,
+            _build_gumbel,
         ),
         Kind(
             "ismcts",
