@@ -167,8 +167,9 @@ def test_opponent_blocks_split_the_games_by_weight():
         ({"opponents": {"expert": 0.5, "self": 0.5}}, "['expert'] cannot play inside the JAX"),
         ({"rules": "standard,jokers=2"}, "the JAX engine does not play jokers=2"),
         ({"rules": "standard,players=5"}, "training.ppo"),
-        ({"n_games": 2}, "give every opponent with a weight at least one game"),
+        ({"n_games": 2, "minibatch_size": 64}, "give every opponent with a weight at least one"),
         ({"minibatch_size": 0}, "minibatch_size=0 is not allowed"),
+        ({"n_games": 30_000_000}, "n_games=30000000 x n_steps=64 is a rollout of at least"),
     ],
 )
 def test_settings_it_cannot_train_are_clear_errors(fields, words, tmp_path):

@@ -30,6 +30,10 @@ SIMULATIONS = 32
 """Leaf evaluations a decision when the spec names none."""
 WORLDS = 8
 """Worlds a decision when the spec names none."""
+LEAF = "turn"
+"""How far the search's leaves play (`SearchConfig.leaf`)."""
+HORIZON = 16
+"""Greedy steps a leaf plays at most (`SearchConfig.horizon`)."""
 
 
 class GumbelAgent(Bot):
@@ -77,7 +81,9 @@ class GumbelAgent(Bot):
         )
         weights = {k: v.numpy() for k, v in policy_agent.network.state_dict().items()}
         self.params = params_from_arrays(weights, self.network)
-        self.config = SearchConfig(simulations=simulations, worlds=worlds)
+        self.config = SearchConfig(
+            simulations=simulations, worlds=worlds, leaf=LEAF, horizon=HORIZON
+        )
         self.rng = random.Random(seed)
         self.key = jax.random.PRNGKey(self.rng.getrandbits(31))
         self.decisions = 0

@@ -19,8 +19,9 @@ Danihelka et al. (ICLR 2022), "Policy improvement by planning with Gumbel", at t
 
 A simulation values a candidate in a world: the candidate is played, then the policy plays
 greedily (its most likely legal action, in every seat) until the searching seat is to act
-again, the episode ends, or `horizon` steps pass; the value is the seat's rewards on the way
-plus the value head on the seat's own observation (0 once the episode is over). Because the
+again (``leaf="turn"``) or to the episode's end (``leaf="episode"``, a rollout), at most
+`horizon` steps; the value is the seat's rewards on the way plus the value head on the seat's
+own observation (0 once the episode is over). Because the
 value is always the searching seat's own, and the other seats play the policy in the leaves,
 the search is sound at three and four players as at two: no sign flips, no turn order to
 model beyond the engine's.
@@ -46,6 +47,8 @@ from rummy500_env.jax.env import Env
 from rummy500_env.jax.network import CardNetwork, Params, masked_logits
 
 Array = jax.Array
+LEAVES = ("turn", "episode")
+"""How far a leaf plays (`SearchConfig.leaf`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +66,9 @@ class SearchConfig:
     """m: the actions considered at the root (fewer when fewer are legal)."""
     horizon: int = 16
     """At most this many steps of greedy play in a leaf before the value head."""
+    leaf: str = "turn"
+    """How far a leaf plays greedily: "turn", until the searching seat is to act again;
+    "episode", to the episode's end (a rollout: in a hand episode, the hand's score)."""
     gumbel_scale: float = 0.0
     """The Gumbel noise's scale: 0 for a player (the top prior moves), 1 for a teacher's
     exploration (the paper's sampling)."""
@@ -74,6 +80,8 @@ class SearchConfig:
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ValueError(f"SearchConfig.{name} must be an int >= 1, got {value!r}")
+        if self.leaf not in LEAVES:
+            raise ValueError(f"SearchConfig.leaf must be one of {LEAVES}, got {self.leaf!r}")
         for name in ("gumbel_scale", "c_visit", "c_scale"):
             value = getattr(self, name)
             if isinstance(value, jax.Array | np.ndarray):
@@ -95,7 +103,7 @@ class SearchConfig:
 jax.tree_util.register_dataclass(
     SearchConfig,
     data_fields=["gumbel_scale", "c_visit", "c_scale"],
-    meta_fields=["simulations", "worlds", "candidates", "horizon"],
+    meta_fields=["simulations", "worlds", "candidates", "horizon", "leaf"],
 )
 
 
@@ -239,8 +247,9 @@ def _simulate(
     key: Array,
 ) -> Array:
     """The value of `action` in `world` for `seat`: played, then greedy play by the policy
-    until `seat` is to act again (or the episode ends, or `horizon` steps), then the seat's
-    rewards on the way plus the value head on its own observation. One loop plays the
+    until `seat` is to act again (``leaf="turn"``) or the episode ends (``"episode"``), at
+    most `horizon` steps, then the seat's rewards on the way plus the value head on its own
+    observation where the episode goes on. One loop plays the
     candidate and the greedy steps alike (one copy of the step to compile)."""
     keys = jax.random.split(key, config.horizon + 1)
 
@@ -249,7 +258,8 @@ def _simulate(
 
     def going(carry: tuple[State, Array, Array]) -> Array:
         s, _, i = carry
-        return (i == 0) | ((i <= config.horizon) & ~over(s) & (s.current_player != seat))
+        others = (s.current_player != seat) | (config.leaf == "episode")
+        return (i == 0) | ((i <= config.horizon) & ~over(s) & others)
 
     def play(carry: tuple[State, Array, Array]) -> tuple[State, Array, Array]:
         s, gained, i = carry

@@ -40,9 +40,10 @@ import functools
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import torch
@@ -68,6 +69,7 @@ from rummy500_env.training.settings import (
     PPOArgs,
     args_of,
     check_ppo,
+    check_rollout_memory,
     command_line,
     require,
     require_positive_ints,
@@ -143,6 +145,8 @@ class Args(PPOArgs):
         check_ppo(self)
         require_positive_ints(self, "n_games", "n_steps", "minibatch_size")
         require_positive_ints(self, "channels", "blocks", "hidden")
+        env = make(self.game_rules(), self.episode)
+        check_device_memory(self.n_games, self.n_steps, env.observation_shape[0], env.num_actions)
         require(self, 0 < self.max_grad_norm < math.inf, "max_grad_norm", "use a finite number > 0")
         blocks = opponent_blocks(self.opponents, self.n_games)
         require(
@@ -157,16 +161,29 @@ class Args(PPOArgs):
         )
 
 
-def opponent_blocks(weights: dict[str, float], n_games: int) -> tuple[int, int, int]:
-    """Games against each of `JAX_OPPONENTS`, in that order: `n_games` split by the weights,
-    the remainders to the largest fractions (ties: the earlier name)."""
-    total = sum(weights.get(name, 0.0) for name in JAX_OPPONENTS)
-    shares = [n_games * weights.get(name, 0.0) / total for name in JAX_OPPONENTS]
+def check_device_memory(n_games: int, n_steps: int, floats: int, num_actions: int) -> None:
+    """Refuse a rollout (`check_rollout_memory`: `floats` float32 numbers and a mask of
+    `num_actions` a step) larger than the memory of JAX's first device (a GPU's own; on a
+    CPU, the machine's), before any work."""
+    device = jax.devices()[0]
+    stats = device.memory_stats() or {}  # None on a CPU
+    limit = stats.get("bytes_limit")
+    where = f"the {device.device_kind}'s memory" if limit else "this machine's memory"
+    check_rollout_memory(n_games, n_steps, floats, num_actions, limit, where)
+
+
+def opponent_blocks(
+    weights: dict[str, float], n_games: int, names: tuple[str, ...] = JAX_OPPONENTS
+) -> tuple[int, ...]:
+    """Games against each of `names`, in that order: `n_games` split by the weights, the
+    remainders to the largest fractions (ties: the earlier name)."""
+    total = sum(weights.get(name, 0.0) for name in names)
+    shares = [n_games * weights.get(name, 0.0) / total for name in names]
     counts = [math.floor(s) for s in shares]
-    by_fraction = sorted(range(3), key=lambda i: (-(shares[i] - counts[i]), i))
+    by_fraction = sorted(range(len(names)), key=lambda i: (-(shares[i] - counts[i]), i))
     for i in by_fraction[: n_games - sum(counts)]:
         counts[i] += 1
-    return counts[0], counts[1], counts[2]
+    return tuple(counts)
 
 
 def parse_args(argv: list[str]) -> tuple[Args, bool]:
@@ -189,7 +206,7 @@ class Plan(NamedTuple):
     env: Env
     n_games: int
     n_steps: int
-    blocks: tuple[int, int, int]
+    blocks: tuple[int, ...]
     minibatch_size: int
     n_epochs: int
     gamma: float
@@ -412,7 +429,7 @@ def ppo_loss(
     return loss, stats
 
 
-STATS = ("policy", "value", "entropy", "kl", "clip", "grad_norm")
+STATS: tuple[str, ...] = ("policy", "value", "entropy", "kl", "clip", "grad_norm")
 
 
 def learn(
@@ -425,10 +442,7 @@ def learn(
     key: Array,
     lr: Array,
 ) -> tuple[Params, Adam, dict[str, Array]]:
-    """PPO epochs over the learner's decisions of one rollout. Each epoch puts them first in a
-    random order, then steps through minibatches; those past the decisions are skipped
-    (`lax.cond`), the last one is partial (weighted). Returns the stats of each minibatch
-    (epochs, minibatches) and ``active`` where it ran."""
+    """PPO epochs over the learner's decisions of one rollout (`minibatch_epochs`)."""
     flat = {
         "obs": t.obs,
         "mask": t.mask,
@@ -438,15 +452,49 @@ def learn(
         "ret": ret,
     }
     data = {k: v.reshape(-1, *v.shape[2:]) for k, v in flat.items()}
-    mine = t.mine.reshape(-1)
-    size, mb = mine.shape[0], plan.minibatch_size
+    loss = functools.partial(ppo_loss, plan)
+    return minibatch_epochs(plan, loss, STATS, data, t.mine.reshape(-1), params, opt, key, lr)
+
+
+class Epochs(Protocol):
+    """What `minibatch_epochs` reads of a trainer's plan."""
+
+    @property
+    def minibatch_size(self) -> int: ...
+    @property
+    def n_epochs(self) -> int: ...
+    @property
+    def max_grad_norm(self) -> float: ...
+
+
+Loss = Callable[[Params, dict[str, Array], Array], tuple[Array, dict[str, Array]]]
+"""(params, a minibatch, its real rows) -> (loss, stats): the loss `minibatch_epochs` steps."""
+
+
+def minibatch_epochs(
+    plan: Epochs,
+    loss: Loss,
+    stat_names: tuple[str, ...],
+    data: dict[str, Array],
+    rows: Array,
+    params: Params,
+    opt: Adam,
+    key: Array,
+    lr: Array,
+) -> tuple[Params, Adam, dict[str, Array]]:
+    """Epochs of Adam steps on `loss` over the `rows` of `data` (a flat batch). Each epoch puts
+    those rows first in a random order, then steps through minibatches; those past them are
+    skipped (`lax.cond`), the last one is partial (weighted). Returns the stats of each
+    minibatch (epochs, minibatches), the gradient's norm before clipping among them, and
+    ``active`` where it ran."""
+    size, mb = rows.shape[0], plan.minibatch_size
     n_mb = -(-size // mb)
-    count = mine.sum()
-    grad = jax.value_and_grad(lambda p, b, w: ppo_loss(plan, p, b, w), has_aux=True)
-    zeros = {k: jnp.float32(0.0) for k in (*STATS, "active")}
+    count = rows.sum()
+    grad = jax.value_and_grad(loss, has_aux=True)
+    zeros = {k: jnp.float32(0.0) for k in (*stat_names, "active")}
 
     def epoch(carry: tuple[Params, Adam], key: Array) -> tuple[tuple[Params, Adam], Any]:
-        order = jnp.argsort(jnp.where(mine, jax.random.uniform(key, (size,)), 2.0))
+        order = jnp.argsort(jnp.where(rows, jax.random.uniform(key, (size,)), 2.0))
         order = jnp.concatenate([order, jnp.zeros(n_mb * mb - size, order.dtype)])
 
         def minibatch(carry: tuple[Params, Adam], k: Array) -> tuple[tuple[Params, Adam], Any]:
@@ -542,12 +590,22 @@ WEIGHTS_FILE = "weights.pt"
 
 
 class Trainer:
-    """A run: the weights, Adam's moments, the games in play, the pool and the folder."""
+    """A run: the weights, Adam's moments, the games in play, the pool and the folder.
+
+    Another trainer on the JAX engine (`training.jax_exit`) is this class with its own
+    `make_plan`, `update`, `STATS` and `progress`: one run folder, checkpoint, resume and
+    evaluation for both."""
+
+    STATS = STATS
+    """The losses `update` reports (`last_epoch` averages them)."""
+    update = staticmethod(update)
+    """(plan, params, opt, snapshot, games, key, lr) -> (params, opt, `Update`): one jitted
+    rollout and its learning."""
 
     def __init__(self, args: Args, resume: bool) -> None:
         self.args = args
         self.rules = args.game_rules()
-        self.plan = plan_of(args)
+        self.plan = self.make_plan(args)
         torch.manual_seed(args.seed)  # the torch network's initial weights: training.ppo's
         self.actor = build_network(self.rules, args.network_spec())
         self.params = params_from_arrays(
@@ -571,6 +629,13 @@ class Trainer:
     @property
     def timesteps(self) -> int:
         return int(self.state["timesteps"])
+
+    def make_plan(self, args: Args) -> Plan:
+        return plan_of(args)
+
+    def progress(self, rate: float, mean_return: float, losses: dict[str, float]) -> str:
+        """The progress line (every 15 seconds)."""
+        return progress_line(self.timesteps, rate, mean_return, losses)
 
     def policy(self) -> torch.nn.Module:
         """The torch `CardPolicy` holding the current weights (for exports and evaluations)."""
@@ -672,7 +737,7 @@ class Trainer:
         while self.timesteps < args.total_timesteps:
             frac = 1.0 - self.timesteps / args.total_timesteps if args.anneal_lr else 1.0
             key = jax.random.fold_in(self.key, self.state["updates"])
-            self.params, self.opt, out = update(
+            self.params, self.opt, out = self.update(
                 self.plan,
                 self.params,
                 self.opt,
@@ -685,9 +750,9 @@ class Trainer:
             decisions = int(out.decisions)
             self.state["updates"] += 1
             self.state["timesteps"] += decisions
-            losses = last_epoch(out.stats)
+            losses = last_epoch(out.stats, self.STATS)
             where = f"update {self.state['updates']} ({self.timesteps:,} timesteps)"
-            stop_if_diverged(losses, where, self.run.path)
+            stop_if_diverged(losses, where, self.run.path, self.args)
             steps_since += decisions
             self.state["wall_s"] += time.time() - start
             start = time.time()
@@ -696,7 +761,7 @@ class Trainer:
             self.log(losses, mean_return)
             if args.progress and time.time() - last_print > 15:
                 rate = steps_since / (time.time() - since)
-                print(progress_line(self.timesteps, rate, mean_return, losses), flush=True)
+                print(self.progress(rate, mean_return, losses), flush=True)
                 last_print, since, steps_since = time.time(), time.time(), 0
             if snapshot.due(self.timesteps):
                 self.snapshot()
@@ -714,12 +779,12 @@ class Trainer:
         writer.add_scalar("time/wall_s", self.state["wall_s"], steps)
 
 
-def last_epoch(stats: dict[str, Array]) -> dict[str, float]:
+def last_epoch(stats: dict[str, Array], names: tuple[str, ...] = STATS) -> dict[str, float]:
     """The means over the last epoch's minibatches that ran (`training.ppo` reports those)."""
     active = np.asarray(stats["active"][-1]) > 0
     if not active.any():  # a rollout without a learner's decision (a tiny n_steps)
         return {}
-    return {k: float(np.asarray(stats[k][-1])[active].mean()) for k in STATS}
+    return {k: float(np.asarray(stats[k][-1])[active].mean()) for k in names}
 
 
 def train(args: Args, resume: bool = False) -> Path:
