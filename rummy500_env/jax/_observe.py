@@ -31,8 +31,6 @@ def features_size(shape: Shape) -> int:
 
 
 BY_52 = np.array([i / NUM_CARDS for i in range(NUM_CARDS + 1)], dtype=np.float32)
-
-
 """i / 52 for i = 0..52, rounded once to float32 as numpy rounds the env's float64 quotient.
 XLA turns a division by a constant into a multiplication by its reciprocal, which can differ
 in the last bit; a table cannot."""
