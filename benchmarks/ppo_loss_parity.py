@@ -9,7 +9,8 @@ actions, old log-probabilities off by up to ±0.3 so that some ratios leave the 
 GAE advantages and value targets, some value errors beyond RLlib's ``vf_clip_param``, and
 every 16th row one of the steps RLlib's GAE appends to each episode chunk) goes to
 
-* `training.ppo.ppo_loss` on the real rows, with the same network weights (the reference);
+* `training.model.ppo_loss` (`training.ppo`'s loss) on the real rows, with the same network
+  weights (the reference);
 * RLlib's PPO loss, with the advantages standardised the way its GAE connector does (once,
   over the whole batch, the appended rows included);
 * `MatchedPPOLearner`'s loss, on the same batch as RLlib's.
@@ -17,7 +18,7 @@ every 16th row one of the steps RLlib's GAE appends to each episode chunk) goes 
 It prints the policy loss, value loss, entropy and total loss of each, what each item alone
 changes in RLlib's figure (the value loss's clip and factor, the advantages' standardisation),
 both optimizers' Adam eps, and GAE on one terminated episode and one chunk cut at the batch's
-edge from `training.rollouts.gae` and from RLlib's ``compute_value_targets``. ``--sample``
+edge from `training.model.gae` and from RLlib's ``compute_value_targets``. ``--sample``
 also samples 8,192 env steps with the packaged runner (32 envs) on a local Ray instance of one
 CPU and counts the learner's rows and the appended ones in that batch. The exit status is 1
 when the matched learner's loss is not `training.ppo`'s.
@@ -36,7 +37,7 @@ import torch
 import rummy500_env
 from rummy500_env.engine.numbers import int_option
 from rummy500_env.training import ppo, rllib
-from rummy500_env.training.model import gae, new_model
+from rummy500_env.training.model import gae, new_model, ppo_loss
 from rummy500_env.training.settings import load_yaml
 
 PAD_EVERY = 16
@@ -132,8 +133,8 @@ def rllib_loss(lrn: Any, batch: dict[str, Any]) -> dict[str, float]:
 def reference_loss(
     net_state: dict[str, Any], batch: dict[str, Any], args: rllib.Args
 ) -> dict[str, float]:
-    """`training.ppo.ppo_loss` on the batch's real rows, through training.ppo's own model
-    with the learner module's weights."""
+    """`training.model.ppo_loss` on the batch's real rows, through training.ppo's own model
+    (`training.model.new_model`) with the learner module's weights."""
     from ray.rllib.core.columns import Columns
 
     model = new_model(
@@ -150,13 +151,13 @@ def reference_loss(
             "advantages": batch["raw_advantages"][real],
             "returns": batch["value_targets"][real],
         }
-        out = ppo.ppo_loss(logits, values, mb, args.clip_range, args.vf_coef, args.ent_coef)
+        out = ppo_loss(logits, values, mb, args.clip_range, args.vf_coef, args.ent_coef)
     return {k: float(out[k]) for k in ("loss", "policy", "value", "entropy")}
 
 
 def gae_check(gamma: float, lam: float) -> dict[str, Any]:
     """GAE of two learner chunks, one terminated (5 steps, the hand's reward at its last) and
-    one cut at the batch's edge (4 steps, bootstrapped), by `training.rollouts.gae` (one game
+    one cut at the batch's edge (4 steps, bootstrapped), by `training.model.gae` (one game
     column, ``dones`` after the terminal step, the next value at the edge) and by RLlib's
     ``compute_value_targets`` over the chunks with the step its connector appends to each."""
     from ray.rllib.utils.postprocessing.value_predictions import compute_value_targets

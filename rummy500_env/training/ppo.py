@@ -4,8 +4,8 @@ A loop in the style of CleanRL, over `SelfPlayGames`: many games in one process,
 learner's decisions of all of them in one forward pass per step, frozen snapshots of the
 learner (and bots) as opponents. It reads top to bottom: the arguments (a dataclass; the
 packaged config ``ppo`` is the default and every field can be overridden on the command line),
-the behaviour-cloning warm start, the PPO update, checkpoints, then `Trainer` and `train`,
-which put them together. The learner's model and how its rollouts are collected (with GAE) are
+the behaviour-cloning warm start, the PPO update, then `Trainer` and `train`, which put them
+together. The learner's model and how its rollouts are collected (with GAE) are
 `rummy500_env.training.model` and `rummy500_env.training.rollouts`, shared with the collection
 workers (`rummy500_env.training.parallel`); what every trainer shares is
 `rummy500_env.training.settings` (the run's settings and their checks) and
@@ -332,9 +332,6 @@ def ppo_update(
             for k in ("policy", "value", "entropy"):
                 stats[k].append(out[k].item())
     return {k: float(np.mean(v)) for k, v in stats.items()}
-
-
-# --- checkpoints
 
 
 # --- training

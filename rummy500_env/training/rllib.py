@@ -462,7 +462,7 @@ if RAY_MISSING is None:
         ``vf_clip_param``, and its advantages are standardised once over the whole batch,
         with the extra step its GAE appends to every episode chunk (masked out of the loss,
         not out of the mean and deviation); its Adam keeps torch's eps of 1e-8. Here the loss
-        is `training.ppo.ppo_loss` itself on the minibatch's real steps (the appended ones
+        is `training.model.ppo_loss` itself on the minibatch's real steps (the appended ones
         dropped): advantages standardised per minibatch, half the squared value error
         unclipped, the same entropy over the legal actions; the optimizer is Adam with
         `ADAM_EPS`. RLlib's GAE (with its bootstrap at the chunk edges) and its gradient clip by
