@@ -71,6 +71,7 @@ from rummy500_env.rl.actions import ActionCodec
 from rummy500_env.rl.observation import ObservationEncoder
 from rummy500_env.rl.opponents import Agent, choose
 from rummy500_env.training.device import DeviceArgs, check_device, device_line, pick_device
+from rummy500_env.training.model import masked_logits
 from rummy500_env.training.run import (
     Every,
     RunFolder,
@@ -90,8 +91,6 @@ from rummy500_env.training.settings import (
     require_positive_ints,
 )
 
-MASKED = -1e9
-"""The logit of an illegal action."""
 LABELS_A_HAND = 20
 """Labels a hand is expected to give before any has ended (two players label about 45):
 how many hands the first batch of a task starts."""
@@ -525,7 +524,7 @@ def label_losses(
     """Per label, the policy's cross entropy to the improved policy `targets`; and the value
     head's mean squared error (halved) to `values`."""
     logits, v = network.forward_with_value(obs)
-    logp = torch.log_softmax(logits.masked_fill(~masks, MASKED), -1)
+    logp = torch.log_softmax(masked_logits(logits, masks), -1)
     return -(targets * logp).sum(-1), 0.5 * ((v - values) ** 2).mean()
 
 
