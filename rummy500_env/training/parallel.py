@@ -104,7 +104,9 @@ def shared_buffers(n_steps: int, n_games: int, args: LearnerSettings) -> Buffers
     }
     for field in dataclasses.fields(Rollout):
         buffers.setdefault(field.name, torch.zeros(rows))
-    return {name: tensor.share_memory_() for name, tensor in buffers.items()}  # type: ignore[no-untyped-call]
+    for tensor in buffers.values():
+        tensor.share_memory_()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+    return buffers
 
 
 class ParallelCollector:
