@@ -97,6 +97,19 @@ def test_network_metadata_is_training_ppos(fields):
     assert rllib.Args(**fields).network_spec() == ppo.Args(**fields).network_spec()
 
 
+def test_the_card_network_is_the_default_of_any_config_but_an_older_runs(tmp_path):
+    """training.rllib defaults to the card network, as training.ppo does: a config file that
+    names no network trains it. Only a run's config.json from before the card network means
+    the mlp (the next test)."""
+    from rummy500_env.training import ppo
+
+    assert rllib.Args().network_spec() == ppo.Args().network_spec()
+    config = tmp_path / "config.yaml"
+    config.write_text("total_timesteps: 1000\n")
+    args, _ = rllib.parse_args(["--config", str(config)])
+    assert args.network_spec() == {"kind": "cards", "channels": 32, "blocks": 2, "hidden": 128}
+
+
 def test_an_older_runs_config_without_network_resumes_its_mlp(tmp_path):
     """A run's config.json from before the card network names none: it is the mlp it was,
     and its checkpoints' counters (no ``network`` either) pass the check; a card network
@@ -241,7 +254,12 @@ def test_snapshot_copies_the_learner_to_the_env_runners(ray_instance):
     import torch
 
     args = rllib.Args(
-        num_env_runners=1, train_batch_size=200, batch_size=100, n_epochs=1, net_arch=(16,)
+        num_env_runners=1,
+        train_batch_size=200,
+        batch_size=100,
+        n_epochs=1,
+        network="mlp",  # its module's actor is `pi`
+        net_arch=(16,),
     )
     rllib.start_ray(args)
     algo = rllib.build_config(args).build_algo()

@@ -241,6 +241,38 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(trained, tmp_p
         load_checkpoint(run, new_model(other), torch.optim.Adam(model.parameters()), other)
 
 
+def test_every_trainer_describes_and_checks_its_network_alike():
+    """The card network's sizes are one `NetworkArgs` in training.ppo, training.rllib and
+    training.jax_ppo: the same sizes are the same ``network`` entry, and the same check names
+    a bad one. `run.check_checkpoint`, which the resumes of training.ppo and training.jax_ppo
+    share, passes a checkpoint of the run's network, refuses one of another (`ConfigError`)
+    and skips one of diverged weights as damaged (a plain `ValueError`)."""
+    pytest.importorskip("jax")
+    from rummy500_env.training import jax_ppo, ppo, rllib
+    from rummy500_env.training.run import check_checkpoint
+    from rummy500_env.training.settings import require_network
+
+    sizes = {"channels": 8, "blocks": 1, "hidden": 16}
+    specs = [trainer.Args(**sizes).network_spec() for trainer in (ppo, rllib, jax_ppo)]
+    assert specs == [{"kind": "cards", **sizes}] * 3
+    for args in (ppo.Args(blocks=0), rllib.Args(blocks=0), jax_ppo.Args(blocks=0)):
+        with pytest.raises(ConfigError, match="blocks=0 is not allowed: use an int >= 1"):
+            require_network(args)
+    with pytest.raises(ConfigError, match="network='conv' is not allowed"):
+        require_network(ppo.Args(network="conv"))
+
+    args = jax_ppo.Args(**sizes)
+    good = {"embed.weight": torch.zeros(2, 2)}
+    check_checkpoint({"model": good, "network": args.network_spec()}, Path("c"), args)
+    other = {"model": good, "network": {**args.network_spec(), "channels": 9}}
+    with pytest.raises(ConfigError, match=r"checkpoint c holds network .*'channels': 9.*asks for"):
+        check_checkpoint(other, Path("c"), args)
+    diverged = {"model": {"embed.weight": torch.full((2, 2), float("nan"))}}
+    with pytest.raises(ValueError, match=r"non-finite weights in 'embed\.weight'") as raised:
+        check_checkpoint(diverged | {"network": args.network_spec()}, Path("c"), args)
+    assert not isinstance(raised.value, ConfigError)
+
+
 def test_policy_for_other_rules_or_encoding_is_refused_showing_stored_vs_current(trained, tmp_path):
     with pytest.raises(PolicyLoadError, match=r"other rules:\n  stored: .*\n  current: "):
         PolicyAgent.load(trained / "policy.pt", rules="nordic")

@@ -50,7 +50,7 @@ import torch
 
 from rummy500_env.agents.networks import build_network
 from rummy500_env.agents.policy import PolicyAgent
-from rummy500_env.agents.policy_file import current_encoding, non_finite_weights
+from rummy500_env.agents.policy_file import current_encoding
 from rummy500_env.engine.errors import RulesError
 from rummy500_env.training.model import ADAM_EPS
 from rummy500_env.training.run import (
@@ -58,6 +58,7 @@ from rummy500_env.training.run import (
     Every,
     RunFolder,
     check_before_work,
+    check_checkpoint,
     export_policy,
     progress_line,
     run_snapshot,
@@ -66,12 +67,14 @@ from rummy500_env.training.run import (
 )
 from rummy500_env.training.settings import (
     ConfigError,
+    NetworkArgs,
     PPOArgs,
     args_of,
     check_ppo,
     check_rollout_memory,
     command_line,
     require,
+    require_network,
     require_positive_ints,
 )
 
@@ -94,7 +97,7 @@ ADAM_BETAS = (0.9, 0.999)
 
 
 @dataclass
-class Args(PPOArgs):
+class Args(NetworkArgs, PPOArgs):
     """PPO on the JAX engine, collection and update in one jitted call."""
 
     TRAINER = "jax_ppo"
@@ -109,23 +112,8 @@ class Args(PPOArgs):
     n_steps: int = 64
     """Env steps per game per rollout (every seat's: the learner's decisions are about
     n_games * n_steps / players of them)."""
-    channels: int = 32
-    """Features per card (the card network, `rummy500_env.agents.networks`)."""
-    blocks: int = 2
-    """Residual blocks."""
-    hidden: int = 128
-    """Width of the position summary."""
     progress: bool = True
     """Print a progress line every 15 seconds."""
-
-    def network_spec(self) -> dict[str, Any]:
-        """The ``network`` entry of the exported policy's metadata."""
-        return {
-            "kind": "cards",
-            "channels": self.channels,
-            "blocks": self.blocks,
-            "hidden": self.hidden,
-        }
 
     def validate(self) -> None:
         """Raise `ConfigError` for values that cannot train, naming what is allowed."""
@@ -144,7 +132,7 @@ class Args(PPOArgs):
         )
         check_ppo(self)
         require_positive_ints(self, "n_games", "n_steps", "minibatch_size")
-        require_positive_ints(self, "channels", "blocks", "hidden")
+        require_network(self)
         env = make(self.game_rules(), self.episode)
         check_device_memory(self.n_games, self.n_steps, env.observation_shape[0], env.num_actions)
         require(self, 0 < self.max_grad_norm < math.inf, "max_grad_norm", "use a finite number > 0")
@@ -686,15 +674,7 @@ class Trainer:
 
         def read(path: Path) -> dict[str, Any]:
             blob = torch.load(path / WEIGHTS_FILE, map_location="cpu", weights_only=True)
-            bad = non_finite_weights(blob["model"])
-            if bad is not None:  # written before divergence stopped a run: skipped as damaged
-                raise ValueError(f"non-finite weights in {bad!r} (the run had diverged)")
-            if blob.get("network") != self.args.network_spec():
-                raise ConfigError(
-                    f"checkpoint {path} holds network {blob.get('network')} but the run's "
-                    f"config asks for {self.args.network_spec()}: resume with the run's own "
-                    "config.json"
-                )
+            check_checkpoint(blob, path, self.args)
 
             def arrays(sd: dict[str, torch.Tensor]) -> Params:
                 return params_from_arrays({k: v.numpy() for k, v in sd.items()}, self.plan.network)

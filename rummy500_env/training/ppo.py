@@ -45,7 +45,6 @@ import torch
 import torch.nn as nn
 
 import rummy500_env
-from rummy500_env.agents.networks import KINDS
 from rummy500_env.agents.policy import PolicyAgent, current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
@@ -77,20 +76,20 @@ from rummy500_env.training.run import (
 )
 from rummy500_env.training.settings import (
     ConfigError,
+    NetworkKindArgs,
     PPOArgs,
     args_of,
-    check_mlp,
     check_ppo,
     command_line,
     kind_of,
-    network_spec,
     require,
+    require_network,
     require_positive_ints,
 )
 
 
 @dataclass
-class Args(DeviceArgs, PPOArgs):
+class Args(DeviceArgs, NetworkKindArgs, PPOArgs):
     """Self-play PPO for Rummy 500."""
 
     TRAINER = "ppo"
@@ -99,19 +98,6 @@ class Args(DeviceArgs, PPOArgs):
     """Games played side by side; the learner's decisions of all of them are one batch."""
     n_steps: int = 64
     """Learner decisions per game per rollout (a rollout is n_games * n_steps)."""
-    network: str = "cards"
-    """Policy network: "cards" (card-structured, see `rummy500_env.agents.networks`) or "mlp"
-    (deprecated: it warns; the card network replaces it)."""
-    channels: int = 32
-    """cards: features per card."""
-    blocks: int = 2
-    """cards: residual blocks."""
-    hidden: int = 128
-    """cards: width of the position summary."""
-    net_arch: tuple[int, ...] = (256, 256)
-    """mlp: hidden layer widths of the actor and of its separate critic."""
-    activation: str = "tanh"
-    """mlp: hidden activation, tanh or relu."""
     bc_decisions: int = 0
     """ExpertAgent decisions imitated before PPO (behaviour cloning; 0 trains from scratch)."""
     bc_epochs: int = 6
@@ -152,18 +138,13 @@ class Args(DeviceArgs, PPOArgs):
         """Timesteps collected per PPO update."""
         return self.n_steps * self.n_games
 
-    def network_spec(self) -> dict[str, Any]:
-        """The ``network`` entry of the exported policy's metadata (`settings.network_spec`)."""
-        return network_spec(self)
-
     def validate(self) -> None:
         """Raise `ConfigError` for values that cannot train, naming what is allowed."""
         super().validate()
         check_ppo(self)
-        check_mlp(self)
+        require_network(self)
         for name in ("n_games", "n_steps", "minibatch_size", "bc_epochs", "threads"):
             require_positive_ints(self, name)
-        require_positive_ints(self, "channels", "blocks", "hidden")
         require(
             self,
             self.collect_workers == "auto"
@@ -193,7 +174,6 @@ class Args(DeviceArgs, PPOArgs):
             "worker_deadline",
             "use a finite number of seconds > 0",
         )
-        require(self, self.network in KINDS, "network", f"use one of {KINDS}")
         require(
             self,
             self.init_policy is None or kind_of(Path(self.init_policy), "init_policy") == "file",

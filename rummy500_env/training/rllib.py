@@ -67,13 +67,13 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 import rummy500_env
 from rummy500_env.agents import networks
-from rummy500_env.agents.networks import KINDS, CardPolicy
+from rummy500_env.agents.networks import CardPolicy
 from rummy500_env.agents.policy_file import current_encoding
 from rummy500_env.agents.registry import make_agent
 from rummy500_env.engine.errors import Rummy500Error
@@ -91,13 +91,13 @@ from rummy500_env.training.run import (
 )
 from rummy500_env.training.settings import (
     ConfigError,
+    NetworkKindArgs,
     SelfPlayArgs,
     args_of,
-    check_mlp,
     check_ppo,
     command_line,
-    network_spec,
     require,
+    require_network,
     require_positive_ints,
 )
 
@@ -148,11 +148,14 @@ def require_ray() -> None:
 
 
 @dataclass
-class Args(SelfPlayArgs):
+class Args(NetworkKindArgs, SelfPlayArgs):
     """Multi-agent self-play PPO for Rummy 500 on Ray RLlib."""
 
     TRAINER = "rllib"
     STEPS = "env steps"
+    UNWRITTEN: ClassVar[dict[str, object]] = {"network": "mlp"}
+    """A run's ``config.json`` from before training.rllib trained the card network names no
+    network: it is the ``mlp`` it was."""
 
     total_timesteps: int = 100_000
     """Env steps to sample (every seat's decisions; a resumed run continues to the same total)."""
@@ -217,23 +220,6 @@ class Args(SelfPlayArgs):
     """PPO's loss and optimizer: "ppo" (`MatchedPPOLearner`: training.ppo's, see
     docs/rllib.md) or "rllib" (RLlib's own PPO learner). The packaged config says which;
     "rllib" when a config (an older run's config.json) does not."""
-    network: str = "mlp"
-    """Policy network: "cards" (card-structured, see `rummy500_env.agents.networks`) or "mlp".
-    The packaged config says which; "mlp" when a config (an older run's config.json) does not."""
-    channels: int = 32
-    """cards: features per card."""
-    blocks: int = 2
-    """cards: residual blocks."""
-    hidden: int = 128
-    """cards: width of the position summary."""
-    net_arch: tuple[int, ...] = (256, 256)
-    """mlp: hidden layer widths of the actor and of its separate critic."""
-    activation: str = "tanh"
-    """mlp: hidden activation, tanh or relu."""
-
-    def network_spec(self) -> dict[str, Any]:
-        """The ``network`` entry of the exported policy's metadata (`settings.network_spec`)."""
-        return network_spec(self)
 
     def evaluation_backend(self, final: bool) -> dict[str, Any]:
         """Evaluation games run as Ray tasks on the training's own Ray instance or cluster."""
@@ -243,7 +229,7 @@ class Args(SelfPlayArgs):
         """Raise `ConfigError` for values that cannot train, naming what is allowed."""
         super().validate()
         check_ppo(self)
-        check_mlp(self)
+        require_network(self)
         require_positive_ints(
             self, "num_cpus", "num_envs_per_env_runner", "train_batch_size", "batch_size"
         )
@@ -260,8 +246,6 @@ class Args(SelfPlayArgs):
             "max_grad_norm",
             "use a number > 0, or null for no clip",
         )
-        require_positive_ints(self, "channels", "blocks", "hidden")
-        require(self, self.network in KINDS, "network", f"use one of {KINDS}")
         require(self, self.learner in LEARNERS, "learner", f"use one of {LEARNERS}")
         require(
             self,

@@ -243,6 +243,22 @@ def save_checkpoint(
     return checkpoints.save(state, lambda tmp: torch.save(blob, tmp), suffix=".pt")
 
 
+def check_checkpoint(blob: dict[str, Any], path: Path, args: TrainArgs) -> None:
+    """Refuse a checkpoint read from `path` (its ``model`` weights and the ``network`` they
+    are, as `save_checkpoint` and training.jax_ppo write them) that cannot continue `args`'s
+    run: non-finite weights, written before divergence stopped a run, raise `ValueError`, so
+    `Checkpoints.load` skips the checkpoint as damaged for the one before; another network
+    than the run's config asks for raises `ConfigError`."""
+    bad = non_finite_weights(blob["model"])
+    if bad is not None:
+        raise ValueError(f"non-finite weights in {bad!r} (the run had diverged)")
+    if blob.get("network") != args.network_spec():
+        raise ConfigError(
+            f"checkpoint {path} holds network {blob.get('network')} but the run's config asks "
+            f"for {args.network_spec()}: resume with the run's own config.json"
+        )
+
+
 def load_checkpoint(
     run: Path, model: nn.Module, optimizer: torch.optim.Optimizer, args: TrainArgs
 ) -> dict[str, Any]:
@@ -252,14 +268,7 @@ def load_checkpoint(
 
     def read(path: Path) -> dict[str, Any]:
         blob = torch.load(path, map_location="cpu", weights_only=True)
-        bad = non_finite_weights(blob["model"])
-        if bad is not None:  # written before divergence stopped a run: skipped as damaged
-            raise ValueError(f"non-finite weights in {bad!r} (the run had diverged)")
-        if blob.get("network") != args.network_spec():
-            raise ConfigError(
-                f"checkpoint {path} holds network {blob.get('network')} but the run's config "
-                f"asks for {args.network_spec()}: resume with the run's own config.json"
-            )
+        check_checkpoint(blob, path, args)
         model.load_state_dict(blob["model"])
         optimizer.load_state_dict(blob["optimizer"])
         torch.set_rng_state(blob["torch_rng"])

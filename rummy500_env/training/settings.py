@@ -2,11 +2,12 @@
 evaluation, folders) that each trainer's ``Args`` extends with its algorithm's (`SelfPlayArgs`
 adds the opponent pool and the snapshots of the self-play trainers), and their checks
 (`ConfigError` names the field, its value and what is allowed; `check_ppo` for the numbers
-the PPO trainers take, `check_mlp` for the flat network's shape). `command_line` reads them:
-a packaged YAML config or a file (``--config``), a run's own ``config.json`` (``--resume
-RUN_DIR``), then tyro's flags; and
-`check_resume` says whether a run may go on with them. The run itself (its folder,
-checkpoints, export) is `training.run`'s.
+the PPO trainers take), and the network's fields (`NetworkArgs`, with `NetworkKindArgs` for
+the trainers that also build the flat network) and their check (`require_network`).
+`command_line` reads them: a packaged YAML config or a file (``--config``), a run's own
+``config.json`` (``--resume RUN_DIR``), then tyro's flags; and `check_resume` says whether a
+run may go on with them. The run itself (its folder, checkpoints, export) is
+`training.run`'s.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from rummy500_env.agents.networks import ACTIVATIONS
+from rummy500_env.agents.networks import ACTIVATIONS, KINDS
 from rummy500_env.agents.policy_file import current_encoding
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec
 from rummy500_env.engine import numbers
@@ -73,6 +74,10 @@ class TrainArgs(abc.ABC):
     """Fields an earlier release wrote into every ``config.json``, each with the one value
     today's code still trains: a run folder holding that value resumes (the field is dropped),
     any other value is refused, naming the field (`args_of`)."""
+    UNWRITTEN: ClassVar[dict[str, object]] = {}
+    """Fields an earlier release did not write into ``config.json``, each with the value its
+    runs were made with where today's default differs: a run's ``config.json`` without the
+    field resumes with that value (`command_line`)."""
 
     rules: str = "standard"
     """Rules the policy plays: a preset, a preset and field=value overrides
@@ -325,15 +330,59 @@ def check_ppo(args: PPONumbers) -> None:
     require_positive_ints(args, "n_epochs")
 
 
-class MLPFields(Protocol):
-    """The flat network's fields (training.ppo's and training.rllib's ``mlp``)."""
+@dataclass
+class NetworkArgs:
+    """The card network's sizes (`rummy500_env.agents.networks.CardPolicy`), the fields of
+    every trainer that builds one from them (training.ppo, training.rllib, training.jax_ppo),
+    and the ``network`` entry its policy files and checkpoints hold (`network_spec`); a
+    trainer's ``validate`` calls `require_network`."""
 
-    net_arch: tuple[int, ...]
-    activation: str
+    channels: int = 32
+    """The card network's features per card."""
+    blocks: int = 2
+    """The card network's residual blocks."""
+    hidden: int = 128
+    """The width of the card network's position summary."""
+
+    def network_spec(self) -> dict[str, Any]:
+        """The ``network`` entry of the exported policy's metadata and of the checkpoints."""
+        return {
+            "kind": "cards",
+            "channels": self.channels,
+            "blocks": self.blocks,
+            "hidden": self.hidden,
+        }
 
 
-def check_mlp(args: MLPFields) -> None:
-    """Raise `ConfigError` for an ``mlp`` shape that cannot be built."""
+@dataclass
+class NetworkKindArgs(NetworkArgs):
+    """`NetworkArgs` and the flat network beside the card one (training.ppo, training.rllib):
+    `network` picks, `net_arch` and `activation` shape the ``mlp``."""
+
+    network: str = "cards"
+    """Policy network: "cards" (card-structured, see `rummy500_env.agents.networks`) or "mlp"
+    (deprecated: it warns; the card network replaces it)."""
+    net_arch: tuple[int, ...] = (256, 256)
+    """mlp: hidden layer widths of the actor and of its separate critic."""
+    activation: str = "tanh"
+    """mlp: hidden activation, tanh or relu."""
+
+    def network_spec(self) -> dict[str, Any]:
+        """`NetworkArgs.network_spec` for the card network; the ``mlp``'s widths and
+        activation for the flat one."""
+        if self.network == "cards":
+            return super().network_spec()
+        return {"kind": "mlp", "net_arch": list(self.net_arch), "activation": self.activation}
+
+
+def require_network(args: NetworkArgs) -> None:
+    """Raise `ConfigError` for a network that cannot be built: card network sizes below 1;
+    with a choice of network (`NetworkKindArgs`), an unknown kind or an ``mlp`` shape of no
+    layer, a width below 1 or an unknown activation."""
+    require_positive_ints(args, "channels", "blocks", "hidden")
+    if not isinstance(args, NetworkKindArgs):
+        return
+    require(args, args.network in KINDS, "network", f"use one of {KINDS}")
     require(
         args,
         len(args.net_arch) >= 1 and all(w >= 1 for w in args.net_arch),
@@ -506,7 +555,7 @@ def command_line(cls: type[A], argv: list[str], description: str | None) -> tupl
             raise ConfigError(f"--resume {resume!r}: no run there (no config.json)")
         recorded = read_json(config_file)
         check_trainer(cls, recorded, resume)  # first: another trainer's run fails anything else
-        base = args_of(cls, recorded)
+        base = args_of(cls, cls.UNWRITTEN | recorded)
     else:
         base = args_of(cls, load_yaml(config or cls.TRAINER))
     prog = f"python -m training.{cls.TRAINER}"
@@ -738,17 +787,3 @@ def _pop_option(argv: list[str], name: str) -> str | None:
             del argv[i]
             return a.split("=", 1)[1]
     return None
-
-
-def network_spec(args: Any) -> dict[str, Any]:
-    """The ``network`` entry of an exported policy's metadata, from a trainer's network fields
-    (``network``, ``channels``, ``blocks``, ``hidden``; ``net_arch``, ``activation``): one
-    description for `training.ppo`'s and `training.rllib`'s files."""
-    if args.network == "cards":
-        return {
-            "kind": "cards",
-            "channels": args.channels,
-            "blocks": args.blocks,
-            "hidden": args.hidden,
-        }
-    return {"kind": "mlp", "net_arch": list(args.net_arch), "activation": args.activation}
