@@ -37,8 +37,6 @@ ActionKind = Literal[
 ACTION_KINDS: tuple[ActionKind, ...] = get_args(ActionKind)
 DRAW_KINDS: frozenset[str] = frozenset(("draw", "take", "dig", "decline"))
 """The kinds of the draw phase."""
-PLAY_KINDS: frozenset[str] = frozenset(("meld", "layoff", "discard"))
-"""The kinds of the play phase (a caller's play ends with ``done`` instead of a discard)."""
 CALL_KINDS: frozenset[str] = frozenset(("call", "pass"))
 """The kinds of a call window (docs/rules.md §5)."""
 WILD_KINDS: frozenset[str] = frozenset(("call", "pass", "done"))
