@@ -62,12 +62,14 @@ if [ "$QUICK" = 1 ]; then  # the same steps at toy sizes: the script's own test
   WORKERS=(1 2); MOST=2; GAMES=8; STEPS=1024; TRAIN_S=20; EVAL_GAMES=4; PY=${PYTHON:-python}
   SIZES=(n_games=$GAMES minibatch_size=256); FLAGS=(--n-games $GAMES --minibatch-size 256)
   JAX_BATCHES=(1 64); JAX_PPO=(n_games=12 n_steps=12 minibatch_size=32); JAX_PPO_STEPS=300
+  JAX_EXIT=(n_games=8 n_steps=4 minibatch_size=16); EXIT_LABELS=8
 else
   WORKERS=(1 4 8 15); MOST=15; GAMES=240; STEPS=15360; TRAIN_S=300; EVAL_GAMES=200
   PY=${PYTHON:-python3}
   SIZES=(n_games=$GAMES); FLAGS=(--n-games $GAMES)
   JAX_BATCHES=(1024 16384 65536 262144)
   JAX_PPO=(n_games=2048 minibatch_size=8192); JAX_PPO_STEPS=1000000
+  JAX_EXIT=(n_games=1024 minibatch_size=8192); EXIT_LABELS=256
 fi
 if [ "$QUICK" != 1 ] && ! "$PY" -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
   echo "gpu.sh: torch sees no GPU here (or $PY has no torch), and the full sizes would run on the CPU for hours: run it on a GPU machine, or GPU_SH_QUICK=1 for its toy sizes" >&2
@@ -162,6 +164,11 @@ phase "3c. training.jax_ppo: learner steps/s on the device"
 "$PY" benchmarks/train_throughput.py --config jax_ppo --steps $JAX_PPO_STEPS \
   --set "${JAX_PPO[@]}" --json | tail -n 1 >"$OUT/jax_ppo.json"
 
+phase "3d. training.jax_exit: searched decisions/s on the device, beside training.exit's labels/s"
+SETS=(); for s in "${JAX_EXIT[@]}"; do SETS+=(--set "$s"); done
+"$PY" benchmarks/teacher_speed.py --rounds 1 --updates 2 --labels $EXIT_LABELS "${SETS[@]}" \
+  --json | tail -n 1 >"$OUT/teacher.json"
+
 read -r RATE OVERLAP < <("$PY" -c "
 import json; rows = json.load(open('$OUT/learner.json'))
 best = max((r for r in rows if r['overlap'] in ('off', 'on')), key=lambda r: r['learner_median'])
@@ -179,7 +186,7 @@ phase "its policy against ExpertAgent, $EVAL_GAMES games"
   --workers $MOST --out "$OUT/evaluate" >"$OUT/evaluate.log" 2>&1
 
 phase "the table"
-BUILD=$BUILD TOTAL=$TOTAL JAX_PPO="${JAX_PPO[*]}" "$PY" - "$OUT" <<'EOF' | tee "$OUT/gpu.md"
+BUILD=$BUILD TOTAL=$TOTAL JAX_PPO="${JAX_PPO[*]}" JAX_EXIT="${JAX_EXIT[*]}" "$PY" - "$OUT" <<'EOF' | tee "$OUT/gpu.md"
 import json, os, sys
 
 out = sys.argv[1]
@@ -212,6 +219,11 @@ rows.append(("raw_env steps/s (one CPU core)", "the same run", jax["medians"]["r
 rows.append(
     ("`training.jax_ppo` learner steps/s", f"{os.environ['JAX_PPO'].split()[0]}, {jax['backend']}", load("jax_ppo.json")["jax_ppo"])
 )
+teacher = load("teacher.json")
+rows.append(
+    ("`training.jax_exit` searched decisions/s", f"{os.environ['JAX_EXIT'].split()[0]}, {jax['backend']}", teacher["jax_exit_per_s"])
+)
+rows.append(("`training.exit` labels/s (CPU workers)", "its packaged config", teacher["exit_labels_per_s"]))
 pair = next(p for p in load("evaluate/results.json")["pairs"] if p["b"] == "expert")
 lo, hi = pair["win_rate_a_ci95"]
 wall = load("run/state.json")["wall_s"]

@@ -102,13 +102,13 @@ class Args(TrainArgs):
     """Games played side by side (vmapped), each step's searches one batch."""
     n_steps: int = 32
     """Env steps per game per update."""
-    simulations: int = 16
+    simulations: int = 8
     """The search's leaf evaluations a decision."""
     worlds: int = 4
     """Worlds the search deals a decision."""
     candidates: int = 4
     """Moves sequential halving considers a decision."""
-    horizon: int = 16
+    horizon: int = 6
     """Greedy steps a leaf plays at most before the value head."""
     gumbel_scale: float = 1.0
     """The Gumbel noise on the search's choice (exploration; 0: none)."""
