@@ -10,7 +10,7 @@ A spec is one of
   it searches with (``psearch:200ms:standard``; by default the shipped policy made for the
   table, as ``model`` picks it): `rummy500_env.agents.psearch`, a policy-guided search, in
   the setting that plays strongest (`PolicySearchAgent.for_play`);
-* ``gumbel`` (32 simulations over 8 worlds a decision), ``gumbel:32`` (simulations a decision)
+* ``gumbel`` (64 simulations over 8 worlds a decision), ``gumbel:32`` (simulations a decision)
   or ``gumbel:32x8`` (simulations times worlds), optionally followed by ``:PATH_OR_NAME``, its
   card-network policy (by default the shipped policy made for the table):
   `rummy500_env.agents.gumbel`, the fair Gumbel search of `rummy500_env.jax.search` (needs the
