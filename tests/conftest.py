@@ -134,9 +134,11 @@ def _jobs_of(item: pytest.Item) -> list[Any]:
 
 
 def _uses_jax(item: pytest.Item) -> bool:
-    """The JAX engine's tests and doctests: once JAX has run, its threads make any later
-    ``os.fork`` of this process unsafe (a vector env's or Ray's workers)."""
-    return item.nodeid.startswith(("rummy500_env/jax/", "tests/test_jax_"))
+    """The JAX engine's tests and doctests, and the tests marked ``jax``: once JAX has run,
+    its threads make any later ``os.fork`` of this process unsafe (a vector env's or Ray's
+    workers)."""
+    room = item.nodeid.startswith(("rummy500_env/jax/", "tests/test_jax_"))
+    return room or item.get_closest_marker("jax") is not None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -191,6 +191,7 @@ def test_a_new_run_records_its_trainer_and_another_trainer_refuses_it(tmp_path):
 # --- item 4 (the shared part): sizes that cannot fit
 
 
+@pytest.mark.jax
 @pytest.mark.parametrize("trainer", ["ppo", "jax_ppo"])
 def test_every_ppo_trainer_refuses_a_minibatch_larger_than_its_rollout(trainer):
     """training.ppo refused ``minibatch_size`` above ``n_steps * n_games``; training.jax_ppo
@@ -428,6 +429,7 @@ def interrupted_parse(argv: list[str]) -> tuple[Any, bool]:
     raise KeyboardInterrupt
 
 
+@pytest.mark.jax
 def test_ctrl_c_in_training_jax_ppo_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys):
     pytest.importorskip("jax")
     jax_ppo = importlib.import_module("rummy500_env.training.jax_ppo")

@@ -241,6 +241,7 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(trained, tmp_p
         load_checkpoint(run, new_model(other), torch.optim.Adam(model.parameters()), other)
 
 
+@pytest.mark.jax
 def test_every_trainer_describes_and_checks_its_network_alike():
     """The card network's sizes are one `NetworkArgs` in training.ppo, training.rllib and
     training.jax_ppo: the same sizes are the same ``network`` entry, and the same check names
