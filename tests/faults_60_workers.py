@@ -3,13 +3,10 @@ spawned worker imports the module of the function it runs), and the processes' h
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from rummy500_env.evaluation import tournament
 
@@ -61,19 +58,3 @@ def kill_if_alive(pids: list[int]) -> None:
     for pid in pids:
         if alive(pid):
             os.kill(pid, signal.SIGKILL)
-
-
-@contextlib.contextmanager
-def fails_after(seconds: int) -> Iterator[None]:
-    """A hang (the fault under test) fails the test instead of stopping the suite."""
-
-    def hung(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"still waiting after {seconds} s")
-
-    before = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, before)

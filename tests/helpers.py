@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
+import signal
+from collections.abc import Iterator
 from typing import Any
 
 from rummy500_env import Game, Rules
@@ -134,3 +137,19 @@ def reshuffle_hidden(g: Game, viewer: int, rng: random.Random) -> Game:
         hands[p].append(c)
     d["hands"], d["stock"] = hands, hidden[len(slots) :]
     return Game.from_dict(d)
+
+
+@contextlib.contextmanager
+def fails_after(seconds: int) -> Iterator[None]:
+    """A hang (the fault under test) fails the test instead of stopping the suite."""
+
+    def hung(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"still waiting after {seconds} s")
+
+    before = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)

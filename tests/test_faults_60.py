@@ -50,12 +50,12 @@ from tests.faults_60_workers import (
     MARKER_ENV,
     REAL_PLAY_TASK,
     alive,
-    fails_after,
     kill_if_alive,
     nap,
     play_or_stop,
     spawned_children,
 )
+from tests.helpers import fails_after
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,12 +6,10 @@ The work functions are module-level so that the spawned workers can import them.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,25 +18,10 @@ import pytest
 
 from rummy500_env.evaluation import tournament
 from rummy500_env.evaluation.pool import WorkerDied, WorkerPool, how_it_ended
+from tests.helpers import fails_after
 
 REAL_PLAY_TASK = tournament.play_task
 MARKER_ENV = "RUMMY500_TEST_TERMINATED_MARKER"
-
-
-@contextlib.contextmanager
-def fails_after(seconds: int) -> Iterator[None]:
-    """A hang (the fault under test) fails the test instead of stopping the suite."""
-
-    def hung(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"still waiting after {seconds} s: the pool hangs")
-
-    before = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, before)
 
 
 def double_or_die(x: int) -> int:

@@ -56,12 +56,14 @@ from rummy500_env.training.jax_ppo import (
     check_device_memory,
     minibatch_epochs,
     opponent_blocks,
+    require_a_game_each,
     sample,
 )
 from rummy500_env.training.run import check_before_work, trainer_main
 from rummy500_env.training.settings import (
     FLOAT32_MAX,
     ConfigError,
+    NetworkArgs,
     TrainArgs,
     args_of,
     check_minibatch,
@@ -73,7 +75,7 @@ from rummy500_env.training.settings import (
 Array = jax.Array
 OPPONENTS = ("searched", "self", "greedy")
 """The pool's names (in this block order): searched self-play, a frozen snapshot, greedy."""
-SCRATCH_NETWORK = {"channels": 32, "blocks": 2, "hidden": 128}
+SCRATCH_NETWORK = NetworkArgs().network_spec()
 """The network a run from scratch builds when its sizes are not given (`training.jax_ppo`'s)."""
 
 
@@ -214,17 +216,7 @@ class Args(TrainArgs):
         for name in ("vf_coef", "gumbel_scale"):
             value = getattr(self, name)
             require(self, 0 <= value <= FLOAT32_MAX, name, "use a finite number >= 0")
-        blocks = opponent_blocks(self.opponents, self.n_games, OPPONENTS)
-        require(
-            self,
-            all(
-                n > 0 or self.opponents.get(k, 0) == 0
-                for k, n in zip(OPPONENTS, blocks, strict=True)
-            ),
-            "n_games",
-            f"give every opponent with a weight at least one game: {self.opponents} over "
-            f"{self.n_games} games leaves one without",
-        )
+        require_a_game_each(self, OPPONENTS)
 
 
 def parse_args(argv: list[str]) -> tuple[Args, bool]:

@@ -136,17 +136,7 @@ class Args(NetworkArgs, PPOArgs):
         env = make(self.game_rules(), self.episode)
         check_device_memory(self.n_games, self.n_steps, env.observation_shape[0], env.num_actions)
         require(self, 0 < self.max_grad_norm < math.inf, "max_grad_norm", "use a finite number > 0")
-        blocks = opponent_blocks(self.opponents, self.n_games)
-        require(
-            self,
-            all(
-                n > 0 or self.opponents.get(name, 0) == 0
-                for name, n in zip(JAX_OPPONENTS, blocks, strict=True)
-            ),
-            "n_games",
-            f"give every opponent with a weight at least one game: {self.opponents} over "
-            f"{self.n_games} games leaves one without",
-        )
+        require_a_game_each(self, JAX_OPPONENTS)
 
 
 def check_device_memory(n_games: int, n_steps: int, floats: int, num_actions: int) -> None:
@@ -158,6 +148,19 @@ def check_device_memory(n_games: int, n_steps: int, floats: int, num_actions: in
     limit = stats.get("bytes_limit")
     where = f"the {device.device_kind}'s memory" if limit else "this machine's memory"
     check_rollout_memory(n_games, n_steps, floats, num_actions, limit, where)
+
+
+def require_a_game_each(args: Any, names: tuple[str, ...]) -> None:
+    """Raise `ConfigError` unless `opponent_blocks` gives every opponent of ``args.opponents``
+    with a weight at least one of ``args.n_games``."""
+    blocks = opponent_blocks(args.opponents, args.n_games, names)
+    require(
+        args,
+        all(n > 0 or args.opponents.get(k, 0) == 0 for k, n in zip(names, blocks, strict=True)),
+        "n_games",
+        f"give every opponent with a weight at least one game: {args.opponents} over "
+        f"{args.n_games} games leaves one without",
+    )
 
 
 def opponent_blocks(
