@@ -24,7 +24,8 @@
 #      inference per decision in a worker's CPU thread against one batched server on the GPU
 #      (what decides where inference belongs);
 #   3b. the JAX engine's random-play steps/s at batch 1,024 to 262,144 (benchmarks/jax_engine.py);
-#   3c. `training.jax_ppo`'s learner steps/s, rollout and update on the GPU (2,048 games);
+#   3c. `training.jax_ppo`'s learner steps/s, rollout and update on the GPU (2,048 games, split
+#      between every device JAX finds: `devices` all, the device line names them);
 #   4. a 5-minute `training.ppo` run from scratch at the faster of 3's overlap off and on (the
 #      whole rollout lagged costs learning; its steps sized from that rate), and its policy's
 #      win rate against ExpertAgent in 200 games.

@@ -35,19 +35,23 @@ def measure(config: str, steps: int, overrides: dict[str, Any]) -> float:
     with tempfile.TemporaryDirectory() as run:
         fields = load_yaml(config) | overrides
         fields |= {"bc_decisions": 0, "init_policy": None, "run_dir": run}
-        args = args_from_dict(fields | {"progress": False})
-        big = 10**12
-        args.snapshot_every = args.checkpoint_every = args.eval_every = big
-        trainer = Trainer(args, resume=False)
-        trainer.snapshot()
-        args.total_timesteps = args.rollout_size  # warm-up: one rollout and one update
-        trainer.learn()
-        start_steps, t = trainer.timesteps, time.perf_counter()
-        args.total_timesteps = start_steps + steps
-        trainer.learn()
-        rate = (trainer.timesteps - start_steps) / (time.perf_counter() - t)
-        trainer.close()
-        trainer.writer.close()
+        return measure_args(args_from_dict(fields | {"progress": False}), steps)
+
+
+def measure_args(args: Any, steps: int) -> float:
+    """`measure` for `training.ppo` settings already made (their run folder is written)."""
+    big = 10**12
+    args.snapshot_every = args.checkpoint_every = args.eval_every = big
+    trainer = Trainer(args, resume=False)
+    trainer.snapshot()
+    args.total_timesteps = args.rollout_size  # warm-up: one rollout and one update
+    trainer.learn()
+    start_steps, t = trainer.timesteps, time.perf_counter()
+    args.total_timesteps = start_steps + steps
+    trainer.learn()
+    rate = (trainer.timesteps - start_steps) / (time.perf_counter() - t)
+    trainer.close()
+    trainer.writer.close()
     return rate
 
 
@@ -57,17 +61,23 @@ def measure_jax(config: str, steps: int, overrides: dict[str, Any]) -> float:
 
     with tempfile.TemporaryDirectory() as run:
         fields = load_yaml(config) | overrides | {"run_dir": run, "progress": False}
-        args = jax_ppo.args_from_dict(fields)
-        args.snapshot_every = args.checkpoint_every = args.eval_every = 10**12
-        trainer = jax_ppo.Trainer(args, resume=False)
-        trainer.snapshot()
-        args.total_timesteps = 1  # warm-up: one update, compiled
-        trainer.learn()
-        start_steps, t = trainer.timesteps, time.perf_counter()
-        args.total_timesteps = start_steps + steps
-        trainer.learn()
-        rate = (trainer.timesteps - start_steps) / (time.perf_counter() - t)
-        trainer.run.writer.close()
+        return measure_jax_args(jax_ppo.args_from_dict(fields), steps)
+
+
+def measure_jax_args(args: Any, steps: int) -> float:
+    """`measure_jax` for `training.jax_ppo` settings already made."""
+    from rummy500_env.training import jax_ppo
+
+    args.snapshot_every = args.checkpoint_every = args.eval_every = 10**12
+    trainer = jax_ppo.Trainer(args, resume=False)
+    trainer.snapshot()
+    args.total_timesteps = 1  # warm-up: one update, compiled
+    trainer.learn()
+    start_steps, t = trainer.timesteps, time.perf_counter()
+    args.total_timesteps = start_steps + steps
+    trainer.learn()
+    rate = (trainer.timesteps - start_steps) / (time.perf_counter() - t)
+    trainer.run.writer.close()
     return rate
 
 

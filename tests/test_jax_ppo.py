@@ -15,7 +15,10 @@ import jax.numpy as jnp
 
 from rummy500_env.agents.networks import build_network
 from rummy500_env.agents.policy import PolicyAgent
+from rummy500_env.agents.policy_file import current_encoding, save_policy
+from rummy500_env.agents.shipped import policy_path
 from rummy500_env.engine.rules import Rules
+from rummy500_env.jax.network import params_from_arrays
 from rummy500_env.training import jax_ppo
 from rummy500_env.training.model import ADAM_EPS, ppo_loss
 from rummy500_env.training.settings import ConfigError, load_yaml
@@ -127,7 +130,7 @@ def test_the_loss_is_training_ppo_s_loss():
         "adv": jnp.asarray(gen.normal(size=32), jnp.float32),
         "ret": jnp.asarray(gen.normal(size=32), jnp.float32),
     }
-    plan = jax_ppo.Plan(network, env, 32, 1, (0, 32, 0), 32, 1, 0.99, 0.95, 0.2, 0.01, 0.5, 0.5)
+    plan = jax_ppo.Plan(network, env, 32, 1, (0, 32, 0), (), 32, 1, 0.99, 0.95, 0.2, 0.01, 0.5, 0.5)
     loss, stats = jax_ppo.ppo_loss(plan, params, batch, jnp.ones(32, bool))
     obs = torch.from_numpy(np.array(state.observation))
     with torch.no_grad():
@@ -164,7 +167,7 @@ def test_opponent_blocks_split_the_games_by_weight():
 @pytest.mark.parametrize(
     ("fields", "words"),
     [
-        ({"opponents": {"expert": 0.5, "self": 0.5}}, "['expert'] cannot play inside the JAX"),
+        ({"opponents": {"expert": 0.5, "self": 0.5}}, "'expert' cannot play inside the JAX"),
         ({"rules": "standard,jokers=2"}, "the JAX engine does not play jokers=2"),
         ({"rules": "standard,players=5"}, "training.ppo"),
         ({"n_games": 2, "minibatch_size": 64}, "give every opponent with a weight at least one"),
@@ -195,8 +198,8 @@ TINY = {
 }
 
 
-def run_args(run, total):
-    fields = load_yaml("jax_ppo") | TINY
+def run_args(run, total, tiny=TINY):
+    fields = load_yaml("jax_ppo") | tiny
     args = jax_ppo.args_from_dict(fields | {"run_dir": str(run), "total_timesteps": total})
     args.validate()
     return args
@@ -235,3 +238,78 @@ def test_a_resume_skips_a_damaged_checkpoint_and_refuses_one_of_another_size(tmp
     args.n_games = 16
     with pytest.raises(ConfigError, match="holds 12 games but the run plays 16"):
         jax_ppo.Trainer(args, resume=True)
+
+
+def policy_file(path, spec, rules=None):
+    """An untrained policy file with the network `spec`, for `rules` (standard's)."""
+    rules = rules or Rules()
+    meta = {"rules": rules.to_dict(), "encoding": current_encoding(rules), "network": spec}
+    save_policy(path, build_network(rules, spec), meta)
+    return str(path)
+
+
+def test_a_policy_opponent_plays_its_files_most_likely_action_in_the_rollout(tmp_path):
+    """The files' seats play what `PolicyAgent` (the file's agent spec) plays, whatever the
+    file's network size: the shipped model ("model") and a small file, beside greedy."""
+    torch.manual_seed(1)
+    small = policy_file(tmp_path / "small.pt", SPEC)
+    fields = load_yaml("jax_ppo") | TINY | {"run_dir": str(tmp_path / "run")}
+    args = jax_ppo.args_from_dict(fields | {"opponents": {"model": 1, small: 1, "greedy": 1}})
+    args.validate()
+    assert list(args.opponents) == ["standard", small, "greedy"]  # "model" resolved
+    assert set(args.file_digests) == {str(policy_path("standard")), small}
+    plan = jax_ppo.plan_of(args)
+    assert plan.blocks == (0, 4, 4, 4, 0)
+    fixed = tuple(weights for _, weights in args.policy_opponents().values())
+    params = params_from_arrays(
+        {k: v.numpy() for k, v in build_network(Rules(), SPEC).state_dict().items()}, plan.network
+    )
+    games = jax_ppo.new_games(plan, jax.random.PRNGKey(3))
+    _, t, _ = jax.jit(jax_ppo.collect, static_argnums=0)(
+        plan, params, (params, *fixed), games, jax.random.PRNGKey(4)
+    )
+    theirs = ~np.asarray(t.mine)
+    for block, spec in ((slice(0, 4), "standard"), (slice(4, 8), small)):
+        agent = PolicyAgent.load(policy_path(spec), rules="standard")
+        rows = theirs[:, block]
+        obs = np.asarray(t.obs[:, block])[rows]  # the feature part, all the network reads
+        obs = np.pad(obs, ((0, 0), (0, agent.observation_size - obs.shape[1])))
+        mask = np.asarray(t.mask[:, block])[rows]
+        assert len(obs) > 5
+        played = np.asarray(t.action[:, block])[rows]
+        with torch.no_grad():
+            logits = agent.network(torch.as_tensor(obs)).masked_fill(~torch.as_tensor(mask), -1e9)
+        best = logits.max(1).values.numpy()
+        chosen = logits.numpy()[np.arange(len(played)), played]
+        np.testing.assert_allclose(chosen, best, atol=1e-4)  # its most likely (a tie: either)
+        assert (played == agent.act_batch(obs, mask)).mean() > 0.9
+
+
+@pytest.mark.filterwarnings("ignore:the 'mlp' network is deprecated:FutureWarning")
+def test_a_policy_opponent_it_cannot_run_is_refused_before_any_work(tmp_path):
+    mlp = policy_file(tmp_path / "mlp.pt", {"kind": "mlp", "net_arch": [16], "activation": "relu"})
+    three = policy_file(tmp_path / "three.pt", SPEC, Rules(players=3))
+    base = load_yaml("jax_ppo") | {"run_dir": str(tmp_path / "run")}
+    for pool, words in (
+        ({mlp: 1.0}, "has a 'mlp' network; the JAX engine runs the card network only"),
+        ({three: 1.0}, "was trained for other rules"),
+        ({"nosuch.pt": 1.0}, "opponents={'nosuch.pt': 1.0} is not allowed"),
+        ({"psearch:200ms": 1.0}, "'psearch:200ms' cannot play inside the JAX rollout"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(words)):
+            jax_ppo.args_from_dict(base | {"opponents": pool}).validate()
+
+
+def test_a_resume_against_a_policy_file_changed_since_is_refused(tmp_path):
+    opponent = tmp_path / "opponent.pt"
+    torch.manual_seed(1)
+    policy_file(opponent, SPEC)
+    run = tmp_path / "run"
+    fields = TINY | {"opponents": {str(opponent): 0.5, "self": 0.5}}
+    jax_ppo.train(run_args(run, 100, fields))
+    argv = ["--resume", str(run), "--total-timesteps", "200"]
+    assert jax_ppo.parse_args(argv)[1]  # unchanged: resumes
+    torch.manual_seed(2)
+    policy_file(opponent, SPEC)  # the same network, other weights
+    with pytest.raises(ConfigError, match=r"opponent\.pt' changed since the run started"):
+        jax_ppo.parse_args(argv)

@@ -55,7 +55,7 @@ class GumbelAgent(Bot):
             import jax
 
             import rummy500_env.jax as rj
-            from rummy500_env.jax.network import CardNetwork, params_from_arrays
+            from rummy500_env.jax.network import from_policy
             from rummy500_env.jax.search import SearchConfig, search
         except ImportError as e:
             raise ImportError(
@@ -72,17 +72,13 @@ class GumbelAgent(Bot):
             ) from None
         policy_agent = _load_policy(policy, self.rules)
         self.env = rj.make(self.rules, episode=_episode_of(policy_agent))
-        spec = policy_agent.metadata.get("network", {})
-        if spec.get("kind") != "cards":
+        try:
+            self.network, self.params = from_policy(policy_agent, self.rules)
+        except ValueError as e:
             raise ValueError(
-                f"gumbel searches with a card-network policy; {policy_agent.path} has a "
-                f"{spec.get('kind')!r} network (train one with training.ppo or training.jax_ppo)"
-            )
-        self.network = CardNetwork.for_rules(
-            self.rules, spec["channels"], spec["blocks"], spec["hidden"]
-        )
-        weights = {k: v.numpy() for k, v in policy_agent.network.state_dict().items()}
-        self.params = params_from_arrays(weights, self.network)
+                f"gumbel searches with a card-network policy: {e} (train one with "
+                "training.ppo or training.jax_ppo)"
+            ) from None
         self.config = SearchConfig(
             simulations=simulations, worlds=worlds, leaf=LEAF, horizon=HORIZON
         )

@@ -295,6 +295,22 @@ def params_from_arrays(weights: Mapping[str, Any], network: CardNetwork) -> Para
     return params
 
 
+def from_policy(agent: Any, rules: Rules) -> tuple[CardNetwork, Params]:
+    """The network and weights of a loaded policy (a `PolicyAgent` for `rules`): what the
+    JAX engine's players and trainers run a policy file with. ValueError, naming the file and
+    its network kind, for a network other than the card network (the only one written in
+    JAX)."""
+    spec = agent.metadata.get("network", {})
+    if spec.get("kind") != "cards":
+        raise ValueError(
+            f"{agent.path} has a {spec.get('kind')!r} network; the JAX engine runs the card "
+            "network only"
+        )
+    network = CardNetwork.for_rules(rules, spec["channels"], spec["blocks"], spec["hidden"])
+    weights = {k: v.detach().cpu().numpy() for k, v in agent.network.state_dict().items()}
+    return network, params_from_arrays(weights, network)
+
+
 def masked_logits(logits: jax.Array, mask: jax.Array) -> jax.Array:
     """`logits` with the illegal actions' (where `mask` is False or 0) set to `MASKED`, as
     `training.model.masked_logits` does (their gradient is 0 there too)."""

@@ -33,6 +33,7 @@ resumed run continues exactly), TensorBoard, evaluations and the exported policy
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import sys
@@ -43,17 +44,18 @@ from typing import Any, ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rummy500_env.agents.policy import PolicyAgent, shipped_for
-from rummy500_env.engine.errors import RulesError, Rummy500Error
+from rummy500_env.engine.errors import RulesError
 from rummy500_env.jax import Env, bots, make
-from rummy500_env.jax.network import CardNetwork, Params, masked_logits, params_from_arrays
+from rummy500_env.jax.network import CardNetwork, Params, masked_logits
 from rummy500_env.jax.search import SearchConfig, search
 from rummy500_env.training import jax_ppo
 from rummy500_env.training.jax_ppo import (
     Adam,
+    DeviceArgs,
     Games,
     Update,
     check_device_memory,
+    load_card_policy,
     minibatch_epochs,
     opponent_blocks,
     require_a_game_each,
@@ -80,7 +82,7 @@ SCRATCH_NETWORK = NetworkArgs().network_spec()
 
 
 @dataclass
-class Args(TrainArgs):
+class Args(TrainArgs, DeviceArgs):
     """Expert iteration on the JAX engine: the Gumbel search teaches the card network."""
 
     TRAINER = "jax_exit"
@@ -154,27 +156,17 @@ class Args(TrainArgs):
             gumbel_scale=self.gumbel_scale,
         )
 
-    def start_policy(self) -> PolicyAgent | None:
-        """The init policy loaded for the rules (None from scratch); `ConfigError` if it
-        cannot start this run."""
+    def start_policy(self) -> tuple[CardNetwork, Params] | None:
+        """The init policy's network and weights for the rules (None from scratch);
+        `ConfigError` if it cannot start this run."""
         if self.init_policy in (None, "none"):
             return None
-        rules = self.game_rules()
-        name = shipped_for(rules) if self.init_policy == "model" else self.init_policy
-        try:
-            agent = PolicyAgent.load(name, rules=rules)
-        except Rummy500Error as e:
-            raise ConfigError(f"init_policy={self.init_policy!r}: {e}") from None
-        if agent.metadata.get("network", {}).get("kind") != "cards":
-            raise ConfigError(
-                f"init_policy={self.init_policy!r} has a {agent.metadata['network'].get('kind')!r}"
-                " network: the JAX engine runs the card network (training.exit trains others)"
-            )
-        return agent
+        return load_card_policy("init_policy", self.init_policy, self.game_rules())
 
     def validate(self) -> None:
         """Raise `ConfigError` for values that cannot train, naming what is allowed; fill the
         network's sizes from the init policy."""
+        self.join_run()
         super().validate()
         try:
             make(self.game_rules(), self.episode)
@@ -193,7 +185,7 @@ class Args(TrainArgs):
             f"give finite weights >= 0, not all zero, adding up to at most {FLOAT32_MAX:.4g}",
         )
         start = self.start_policy()
-        theirs = start.metadata["network"] if start else SCRATCH_NETWORK
+        theirs = SCRATCH_NETWORK if start is None else dataclasses.asdict(start[0])
         for name in ("channels", "blocks", "hidden"):
             if getattr(self, name) is None:
                 setattr(self, name, theirs[name])
@@ -217,6 +209,7 @@ class Args(TrainArgs):
             value = getattr(self, name)
             require(self, 0 <= value <= FLOAT32_MAX, name, "use a finite number >= 0")
         require_a_game_each(self, OPPONENTS)
+        self.check_devices(self.n_games)
 
 
 def parse_args(argv: list[str]) -> tuple[Args, bool]:
@@ -269,7 +262,7 @@ class Labels(NamedTuple):
 
 
 def collect(
-    plan: Plan, params: Params, snapshot: Params, games: Games, key: Array
+    plan: Plan, params: Params, opponents: tuple[Params, ...], games: Games, key: Array
 ) -> tuple[Games, Labels, Array]:
     """Play `n_steps` env steps in every game, the search deciding for the searching seats;
     returns the games, the labels, and every seat's value of where each game stands."""
@@ -286,7 +279,7 @@ def collect(
         theirs = [out.action[:n_searched]]
         if n_self:
             lo, hi = n_searched, n_searched + n_self
-            logits, _ = net.apply(snapshot, s.observation[lo:hi])
+            logits, _ = net.apply(opponents[0], s.observation[lo:hi])
             theirs.append(sample(k_self, logits, s.legal_action_mask[lo:hi])[0])
         if n_greedy:
             lo = n_searched + n_self
@@ -376,13 +369,13 @@ def _update(
     plan: Plan,
     params: Params,
     opt: Adam,
-    snapshot: Params,
+    opponents: tuple[Params, ...],
     games: Games,
     key: Array,
     lr: Array,
 ) -> tuple[Params, Adam, Update]:
     k_collect, k_learn = jax.random.split(key)
-    games, labels, bootstrap = collect(plan, params, snapshot, games, k_collect)
+    games, labels, bootstrap = collect(plan, params, opponents, games, k_collect)
     ret = returns(labels, bootstrap, plan.gamma)
     flat = {"obs": labels.obs, "mask": labels.mask, "policy": labels.policy, "ret": ret}
     data = {k: v.reshape(-1, *v.shape[2:]) for k, v in flat.items()}
@@ -416,21 +409,19 @@ def plan_of(args: Args) -> Plan:
 
 
 class Trainer(jax_ppo.Trainer):
-    """`jax_ppo.Trainer` with the search's update, warm-started from the init policy."""
+    """`jax_ppo.Trainer` with the search's update."""
 
     STATS = STATS
     update = staticmethod(update)
 
     def __init__(self, args: Args, resume: bool) -> None:
         super().__init__(args, resume)  # type: ignore[arg-type]  # the fields it reads
-        start = None if resume else args.start_policy()
-        if start is not None:
-            weights = {k: v.numpy() for k, v in start.network.state_dict().items()}
-            self.params = params_from_arrays(weights, self.plan.network)
-            self.opt = jax_ppo.adam_init(self.params)
 
     def make_plan(self, args: Any) -> Any:
         return plan_of(args)
+
+    def fixed_opponents(self, args: Any) -> tuple[Params, ...]:
+        return ()  # the snapshots, the search and greedy only
 
     def progress(self, rate: float, mean_return: float, losses: dict[str, float]) -> str:
         return (

@@ -3,8 +3,9 @@
 One jitted call per update plays a rollout of many games (`lax.scan` over the env's steps, the
 games `vmap`ped) and trains on it (`lax.scan` over epochs and minibatches): the game
 (`rummy500_env.jax`), the card network (`rummy500_env.jax.network`, the same weights as the
-torch `CardPolicy`), its opponents (a frozen snapshot of itself, and the JAX ports of
-`random` and `greedy`, `rummy500_env.jax.bots`), GAE and Adam never leave the device. Python
+torch `CardPolicy`), its opponents (a frozen snapshot of itself, the JAX ports of `random`
+and `greedy`, `rummy500_env.jax.bots`, and card-network policy files), GAE and Adam never
+leave the device. Python
 only runs between updates: snapshots, checkpoints, evaluations, logs. The run folder, the
 exported policy file and the final evaluation are `training.ppo`'s (`training.run`), so
 `PolicyAgent.load`, ``training.evaluate``, the ladder and the play page take its policies
@@ -13,6 +14,7 @@ unchanged.
     python -m training.jax_ppo                          # the packaged config "jax_ppo"
     python -m training.jax_ppo --total-timesteps 2000000 --n-games 256
     python -m training.jax_ppo --resume runs/jax_ppo_standard_hand_s0
+    python -m training.jax_ppo --opponents '{standard: 0.3, greedy: 0.4, self: 0.3}'
 
 How it differs from `training.ppo`:
 
@@ -27,8 +29,13 @@ How it differs from `training.ppo`:
   snapshot per rollout, drawn from the pool.
 - A resumed run continues exactly: a checkpoint holds the games in play too, and every random
   key is derived from the seed and the update count.
-- The opponents are JAX players only (``self``, ``random``, ``greedy``); the evaluation plays
-  the package's bots (ExpertAgent included) through `training.run`.
+- The opponents are those that play inside the jitted rollout: ``self``, ``random``,
+  ``greedy``, and policy files with the card network (a path, a shipped name, or ``model``
+  for the shipped one made for the rules), each run by `rummy500_env.jax.network` from the
+  file's weights and playing its most likely legal action, as the agent spec of that file
+  plays; the run keeps each file's SHA-256 and refuses to resume against a file changed since.
+  ``expert``, the searches and ``mlp`` policies are `training.ppo`'s. The evaluation plays the
+  package's bots (ExpertAgent included) through `training.run`.
 
 The rules are those the JAX engine plays (`rummy500_env.jax.SUPPORTED`): one deck, 2 to 4
 players, no jokers or calls; `training.ppo` trains the rest.
@@ -51,7 +58,10 @@ import torch
 from rummy500_env.agents.networks import build_network
 from rummy500_env.agents.policy import PolicyAgent
 from rummy500_env.agents.policy_file import current_encoding
-from rummy500_env.engine.errors import RulesError
+from rummy500_env.agents.registry import AgentSpecError, parse_spec, resolve_spec
+from rummy500_env.agents.shipped import policy_path
+from rummy500_env.engine.errors import RulesError, Rummy500Error
+from rummy500_env.engine.rules import Rules
 from rummy500_env.training.model import ADAM_EPS
 from rummy500_env.training.run import (
     SNAPSHOTS,
@@ -68,6 +78,7 @@ from rummy500_env.training.run import (
 from rummy500_env.training.settings import (
     ConfigError,
     NetworkArgs,
+    PlaysFiles,
     PPOArgs,
     args_of,
     check_ppo,
@@ -81,23 +92,120 @@ from rummy500_env.training.settings import (
 try:
     import jax
     import jax.numpy as jnp
+    from jax.experimental import multihost_utils
+    from jax.sharding import PartitionSpec
 except ImportError as e:  # pragma: no cover - tested with jax hidden
     raise ImportError(
         'training.jax_ppo needs JAX, which is not installed: pip install "rummy500_env[jax,train]"'
     ) from e
 
 from rummy500_env.jax import Env, State, bots, make
-from rummy500_env.jax.network import CardNetwork, Params, masked_logits, params_from_arrays
+from rummy500_env.jax.network import (
+    CardNetwork,
+    Params,
+    from_policy,
+    masked_logits,
+    params_from_arrays,
+)
 
 Array = jax.Array
 JAX_OPPONENTS = ("self", "greedy", "random")
-"""The pool's names this trainer plays inside its jitted rollout (in this block order)."""
+"""The pool's names this trainer plays inside its jitted rollout beside policy files."""
+POLICY_KINDS = ("policy", "shipped")
+"""Agent spec kinds (`registry.parse_spec`) of the policy files it plays (``model`` resolves to
+a shipped name first)."""
 ADAM_BETAS = (0.9, 0.999)
 """torch's Adam betas (its eps is `training.ppo`'s, `training.model.ADAM_EPS`)."""
 
 
 @dataclass
-class Args(NetworkArgs, PPOArgs):
+class DeviceArgs:
+    """The devices a JAX trainer's games are sharded over (`Trainer.place`), in this process
+    or, with `coordinator`, in several (`jax.distributed`)."""
+
+    devices: int | str = "all"
+    """JAX devices to share the games between: a count, or "all" (every device: this
+    process's, or with `coordinator` every process's). The games are split evenly (n_games
+    must divide), the weights copied to every device, and the gradients summed across them:
+    the same arithmetic as on one device."""
+    coordinator: str | None = None
+    """HOST:PORT of process 0, to train as one of `num_processes` processes (one a host, say):
+    `jax.distributed.initialize`. None: this process alone."""
+    num_processes: int = 1
+    """Processes of a distributed run (with `coordinator`)."""
+    process_id: int = 0
+    """This process's index in a distributed run, 0 to num_processes - 1. Process 0 writes the
+    run folder; process i > 0 writes its own, ``RUN/process_i``."""
+
+    def device_count(self) -> int:
+        return jax.device_count() if self.devices == "all" else int(self.devices)
+
+    def join_run(self) -> None:
+        """Join the distributed run (`coordinator`): first, before any JAX computation."""
+        if self.coordinator is not None:
+            require(
+                self,
+                type(self.num_processes) is int and self.num_processes >= 1,
+                "num_processes",
+                "use an int >= 1",
+            )
+            require(
+                self,
+                type(self.process_id) is int and 0 <= self.process_id < self.num_processes,
+                "process_id",
+                f"use 0 to num_processes - 1 = {self.num_processes - 1}",
+            )
+            join(self.coordinator, self.num_processes, self.process_id)
+            require(
+                self,
+                self.devices == "all",
+                "devices",
+                'a distributed run uses every process\'s devices: leave devices at "all"',
+            )
+            run = Path(getattr(self, "run_path"))  # noqa: B009  # TrainArgs' property
+            mine = f"process_{self.process_id}"
+            if self.process_id > 0 and run.name != mine:
+                setattr(self, "run_dir", str(run / mine))  # noqa: B010  # TrainArgs' field
+
+    def check_devices(self, n_games: int) -> None:
+        """Raise `ConfigError` unless `devices` is "all" or a count of the devices that divides
+        `n_games`."""
+        have = jax.device_count()
+        require(
+            self,
+            self.devices == "all" or (type(self.devices) is int and 1 <= self.devices <= have),
+            "devices",
+            f'use "all" or a count from 1 to {have} (JAX sees {have} {jax.default_backend()} '
+            "device(s))",
+        )
+        require(
+            self,
+            n_games % self.device_count() == 0,
+            "n_games",
+            f"share the games evenly: n_games={n_games} over {self.device_count()} devices; "
+            "use a multiple of the device count",
+        )
+
+
+def on_host(x: Array) -> np.ndarray[Any, Any]:
+    """The whole of `x` in this process, gathered from every process's devices where they
+    hold parts of it (a collective: every process calls it at the same point)."""
+    if x.is_fully_addressable or x.is_fully_replicated:
+        return np.asarray(x)
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+
+def join(coordinator: str, num_processes: int, process_id: int) -> None:
+    """`jax.distributed.initialize`, once a process (before any JAX computation); CPU devices
+    talk through gloo, JAX's CPU collectives."""
+    if jax.distributed.is_initialized():
+        return
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")  # type: ignore[no-untyped-call]  # jax's config is untyped
+    jax.distributed.initialize(coordinator, num_processes=num_processes, process_id=process_id)
+
+
+@dataclass
+class Args(NetworkArgs, PPOArgs, PlaysFiles, DeviceArgs):
     """PPO on the JAX engine, collection and update in one jitted call."""
 
     TRAINER = "jax_ppo"
@@ -106,44 +214,111 @@ class Args(NetworkArgs, PPOArgs):
         default_factory=lambda: {"random": 0.1, "greedy": 0.6, "self": 0.3}
     )
     """Sampling weights of the pool: "self" (the frozen snapshots), "random" and "greedy" (their
-    JAX ports); the games are split between them in these proportions."""
+    JAX ports), and card-network policy files (a path, a shipped name, or "model"); the games
+    are split between them in these proportions."""
     n_games: int = 128
     """Games played side by side (vmapped)."""
     n_steps: int = 64
     """Env steps per game per rollout (every seat's: the learner's decisions are about
     n_games * n_steps / players of them)."""
+    init_policy: str | None = None
+    """Start from this policy file's weights (a path or shipped name; its network must be the
+    run's card network) instead of a fresh network."""
     progress: bool = True
     """Print a progress line every 15 seconds."""
 
     def validate(self) -> None:
         """Raise `ConfigError` for values that cannot train, naming what is allowed."""
+        self.join_run()
         super().validate()
         try:
             make(self.game_rules(), self.episode)
         except RulesError as e:
             raise ConfigError(f"rules={self.rules!r}: {e}; training.ppo trains any rules") from None
-        unknown = sorted(set(self.opponents) - set(JAX_OPPONENTS))
-        require(
-            self,
-            not unknown,
-            "opponents",
-            f"{unknown} cannot play inside the JAX rollout: use {list(JAX_OPPONENTS)} "
-            "(training.ppo trains against any agent, expert and policy files included)",
-        )
-        check_ppo(self)
+        check_ppo(self)  # the pool's names are agent specs (`require_pool`)
+        try:  # "model": the shipped policy's name, which the config then records
+            self.opponents = {
+                k if k in JAX_OPPONENTS else resolve_spec(k, self.game_rules()): w
+                for k, w in self.opponents.items()
+            }
+        except Rummy500Error as e:
+            raise ConfigError(f"opponents: {e}") from None
         require_positive_ints(self, "n_games", "n_steps", "minibatch_size")
         require_network(self)
         env = make(self.game_rules(), self.episode)
         check_device_memory(self.n_games, self.n_steps, env.observation_shape[0], env.num_actions)
         require(self, 0 < self.max_grad_norm < math.inf, "max_grad_norm", "use a finite number > 0")
-        require_a_game_each(self, JAX_OPPONENTS)
+        self.policy_opponents()  # each file is one the JAX network can run, for these rules
+        start = self.start_policy()
+        if start is not None:
+            theirs = {k: getattr(start[0], k) for k in ("channels", "blocks", "hidden")}
+            ours = {k: getattr(self, k) for k in theirs}
+            require(
+                self,
+                theirs == ours,
+                "init_policy",
+                f"{self.init_policy!r} holds the card network {theirs}, the run trains {ours}: "
+                "give the same sizes",
+            )
+        self.record_files()
+        require_a_game_each(self, opponent_names(self))
+        self.check_devices(self.n_games)
+
+    def policy_opponents(self) -> dict[str, tuple[CardNetwork, Params]]:
+        """The pool's policy files, by name in the pool's order, each as the JAX network runs
+        it; `ConfigError` for an opponent that cannot play inside the rollout, saying why."""
+        rules = self.game_rules()
+        out = {}
+        for name in opponent_names(self)[1:-2]:
+            try:
+                spec = parse_spec(name)
+            except AgentSpecError:
+                spec = None
+            if spec is None or spec.kind not in POLICY_KINDS or spec.path is None:
+                raise ConfigError(
+                    f"opponents: {name!r} cannot play inside the JAX rollout: use "
+                    f"{list(JAX_OPPONENTS)} or a card-network policy file (a path, a shipped "
+                    "name, model); training.ppo trains against any agent, expert and the "
+                    "searches included"
+                )
+            out[name] = load_card_policy("opponents", name, rules)
+        return out
+
+    def start_policy(self) -> tuple[CardNetwork, Params] | None:
+        """The init policy's network and weights (None: a fresh network)."""
+        if self.init_policy is None:
+            return None
+        return load_card_policy("init_policy", self.init_policy, self.game_rules())
+
+    def policy_files(self) -> list[str]:
+        names = opponent_names(self)[1:-2]
+        files = [str(parse_spec(name).path) for name in names]
+        return files + ([str(policy_path(self.init_policy))] if self.init_policy else [])
+
+
+def load_card_policy(field: str, name: str, rules: Rules) -> tuple[CardNetwork, Params]:
+    """The JAX network and weights of a policy file or shipped name (``model``: the shipped
+    one made for `rules`), or `ConfigError` naming `field` and why it cannot run."""
+    try:
+        return from_policy(
+            PolicyAgent.load(policy_path(resolve_spec(name, rules)), rules=rules), rules
+        )
+    except (Rummy500Error, ValueError) as e:
+        raise ConfigError(f"{field}={name!r}: {e}; training.ppo trains other networks") from None
+
+
+def opponent_names(args: Any) -> tuple[str, ...]:
+    """The pool's names in block order: "self", the policy files (in the pool's order),
+    "greedy", "random"."""
+    policies = [name for name in args.opponents if name not in JAX_OPPONENTS]
+    return ("self", *policies, "greedy", "random")
 
 
 def check_device_memory(n_games: int, n_steps: int, floats: int, num_actions: int) -> None:
     """Refuse a rollout (`check_rollout_memory`: `floats` float32 numbers and a mask of
-    `num_actions` a step) larger than the memory of JAX's first device (a GPU's own; on a
-    CPU, the machine's), before any work."""
-    device = jax.devices()[0]
+    `num_actions` a step) larger than the memory of this process's first JAX device (a GPU's
+    own; on a CPU, the machine's), before any work."""
+    device = jax.local_devices()[0]
     stats = device.memory_stats() or {}  # None on a CPU
     limit = stats.get("bytes_limit")
     where = f"the {device.device_kind}'s memory" if limit else "this machine's memory"
@@ -198,6 +373,9 @@ class Plan(NamedTuple):
     n_games: int
     n_steps: int
     blocks: tuple[int, ...]
+    """Games against each opponent in `opponent_names`' order."""
+    policies: tuple[CardNetwork, ...]
+    """The networks of the pool's policy files, in that order."""
     minibatch_size: int
     n_epochs: int
     gamma: float
@@ -301,13 +479,14 @@ def new_games(plan: Plan, key: Array) -> Games:
 
 
 def collect(
-    plan: Plan, params: Params, snapshot: Params, games: Games, key: Array
+    plan: Plan, params: Params, opponents: tuple[Params, ...], games: Games, key: Array
 ) -> tuple[Games, Trajectory, Array]:
     """Play `n_steps` env steps in every game: the learner's seat by `params`, the others by
-    the game's opponent (`opponent_blocks`: `snapshot`, greedy, random). Games that end are
+    the game's opponent (`opponent_blocks`: the snapshot, the policy files, greedy, random;
+    `opponents` holds the weights of the snapshot, then the policy files'). Games that end are
     dealt anew. Returns the games, the trajectory, and the learner's values of where each
     game stands (the bootstrap)."""
-    n_self, n_greedy, _ = plan.blocks
+    n_self, *n_policies, n_greedy, n_random = plan.blocks
     n = plan.n_games
     env = plan.env
     step_all = jax.vmap(env.step)
@@ -322,14 +501,19 @@ def collect(
         action, logp = sample(k_learner, logits, mask)
         theirs = []
         if n_self:
-            their_logits, _ = plan.network.apply(snapshot, obs[:n_self])
+            their_logits, _ = plan.network.apply(opponents[0], obs[:n_self])
             theirs.append(sample(k_self, their_logits, mask[:n_self])[0])
+        lo = n_self
+        for net, weights, count in zip(plan.policies, opponents[1:], n_policies, strict=True):
+            if count:  # as the file's agent spec plays: its most likely legal action
+                their_logits, _ = net.apply(weights, obs[lo : lo + count])
+                theirs.append(jnp.argmax(masked_logits(their_logits, mask[lo : lo + count]), 1))
+            lo += count
         if n_greedy:
-            lo, hi = n_self, n_self + n_greedy
-            theirs.append(greedy_all(_slice(g.state, lo, hi)))
-        if n - n_self - n_greedy:
-            keys = jax.random.split(k_random, n - n_self - n_greedy)
-            theirs.append(random_all(keys, mask[n_self + n_greedy :]))
+            theirs.append(greedy_all(_slice(g.state, lo, lo + n_greedy)))
+        if n_random:
+            keys = jax.random.split(k_random, n_random)
+            theirs.append(random_all(keys, mask[n - n_random :]))
         mine = g.state.current_player == g.seat
         action = jnp.where(mine, action, jnp.concatenate(theirs).astype(action.dtype))
         after = step_all(g.state, action, jax.random.split(k_step, n))
@@ -529,13 +713,13 @@ def _update(
     plan: Plan,
     params: Params,
     opt: Adam,
-    snapshot: Params,
+    opponents: tuple[Params, ...],
     games: Games,
     key: Array,
     lr: Array,
 ) -> tuple[Params, Adam, Update]:
     k_collect, k_learn = jax.random.split(key)
-    games, t, bootstrap = collect(plan, params, snapshot, games, k_collect)
+    games, t, bootstrap = collect(plan, params, opponents, games, k_collect)
     adv, ret = advantages(t, bootstrap, plan.gamma, plan.gae_lambda)
     params, opt, stats = learn(plan, params, opt, t, adv, ret, k_learn, lr)
     update = Update(games, stats, t.mine.sum(), t.done.sum(), t.finished_return.sum())
@@ -557,7 +741,8 @@ def plan_of(args: Args) -> Plan:
         env=env,
         n_games=args.n_games,
         n_steps=args.n_steps,
-        blocks=opponent_blocks(args.opponents, args.n_games),
+        blocks=opponent_blocks(args.opponents, args.n_games, opponent_names(args)),
+        policies=tuple(net for net, _ in args.policy_opponents().values()),
         minibatch_size=args.minibatch_size,
         n_epochs=args.n_epochs,
         gamma=args.gamma,
@@ -590,8 +775,8 @@ class Trainer:
     STATS = STATS
     """The losses `update` reports (`last_epoch` averages them)."""
     update = staticmethod(update)
-    """(plan, params, opt, snapshot, games, key, lr) -> (params, opt, `Update`): one jitted
-    rollout and its learning."""
+    """(plan, params, opt, opponents, games, key, lr) -> (params, opt, `Update`): one jitted
+    rollout and its learning (`opponents`: the snapshot's weights, then `fixed_opponents`)."""
 
     def __init__(self, args: Args, resume: bool) -> None:
         self.args = args
@@ -613,8 +798,27 @@ class Trainer:
             self.state = {"timesteps": 0, "updates": 0, "snapshots": [], "wall_s": 0.0}
             self.games = new_games(self.plan, jax.random.fold_in(self.key, FIRST_DEAL))
         self.state["encoding"] = current_encoding(self.rules)
+        start = None if resume else args.start_policy()
+        if start is not None:
+            self.params = start[1]
+            self.opt = adam_init(self.params)
         self.pool = [self.read_snapshot(name) for name in self.state["snapshots"]]
-        devices = ", ".join(str(d) for d in jax.devices())
+        self.fixed = self.fixed_opponents(args)
+        self.place(args.device_count())
+
+    def place(self, count: int) -> None:
+        """Share the games between the first `count` local devices (split along the games) and
+        copy the weights, Adam's moments and opponents to each: the jitted update then runs on
+        all of them, its sums over games (the gradients) reduced across them by XLA."""
+        mesh = jax.sharding.Mesh(np.array(jax.devices()[:count]), ("games",))
+        games, whole = PartitionSpec("games"), PartitionSpec()  # type: ignore[no-untyped-call]
+        self.split = jax.sharding.NamedSharding(mesh, games)
+        copied = jax.sharding.NamedSharding(mesh, whole)
+        self.games = jax.device_put(self.games, self.split)
+        self.params, self.opt, self.pool, self.fixed = jax.device_put(
+            (self.params, self.opt, self.pool, self.fixed), copied
+        )
+        devices = ", ".join(str(d) for d in mesh.devices)
         print(f"device: JAX's {jax.default_backend()} backend ({devices})", flush=True)
 
     @property
@@ -623,6 +827,10 @@ class Trainer:
 
     def make_plan(self, args: Args) -> Plan:
         return plan_of(args)
+
+    def fixed_opponents(self, args: Args) -> tuple[Params, ...]:
+        """The weights of the pool's policy files, in the plan's order."""
+        return tuple(params for _, params in args.policy_opponents().values())
 
     def progress(self, rate: float, mean_return: float, losses: dict[str, float]) -> str:
         """The progress line (every 15 seconds)."""
@@ -658,12 +866,12 @@ class Trainer:
             "state": self.state,
             "network": self.args.network_spec(),
         }
-        leaves = jax.tree_util.tree_leaves(self.games)
+        arrays = [on_host(leaf) for leaf in jax.tree_util.tree_leaves(self.games)]
 
         def write(folder: Path) -> None:
             folder.mkdir()
             torch.save(blob, folder / WEIGHTS_FILE)
-            np.savez(folder / GAMES_FILE, *[np.asarray(leaf) for leaf in leaves])
+            np.savez(folder / GAMES_FILE, *arrays)
 
         self.run.checkpoints.save(self.state, write)
 
@@ -702,11 +910,12 @@ class Trainer:
 
         self.state = self.run.checkpoints.load(read)
 
-    def opponent(self) -> Params:
-        """This rollout's snapshot for the "self" games: one of the pool, drawn with a generator
-        seeded by the update count (so a resumed run draws the same)."""
+    def opponents(self) -> tuple[Params, ...]:
+        """This rollout's opponents' weights: the snapshot for the "self" games, one of the
+        pool drawn with a generator seeded by the update count (so a resumed run draws the
+        same), then the policy files'."""
         draw = np.random.default_rng([self.args.seed, self.state["updates"]])
-        return self.pool[int(draw.integers(len(self.pool)))]
+        return (self.pool[int(draw.integers(len(self.pool)))], *self.fixed)
 
     def learn(self) -> None:
         """Updates until `total_timesteps`, with snapshots, checkpoints and evaluations each
@@ -724,12 +933,12 @@ class Trainer:
                 self.plan,
                 self.params,
                 self.opt,
-                self.opponent(),
+                self.opponents(),
                 self.games,
                 key,
                 jnp.float32(frac * args.learning_rate),
             )
-            self.games = out.games
+            self.games = jax.device_put(out.games, self.split)  # kept split between rollouts
             decisions = int(out.decisions)
             self.state["updates"] += 1
             self.state["timesteps"] += decisions

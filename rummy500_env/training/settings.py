@@ -23,10 +23,10 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import Annotated, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from rummy500_env.agents.networks import ACTIVATIONS, KINDS
-from rummy500_env.agents.policy_file import current_encoding
+from rummy500_env.agents.policy_file import current_encoding, file_digest
 from rummy500_env.agents.registry import ALLOWED, AgentSpecError, check_spec
 from rummy500_env.engine import numbers
 from rummy500_env.engine.errors import RulesError, Rummy500Error
@@ -54,6 +54,12 @@ def configs_folder() -> Path:
     return package / "configs"
 
 
+try:  # flags are read by tyro (the train extra); without it nothing reads the marker
+    from tyro.conf import Suppress
+except ImportError:  # pragma: no cover - tested with the train extra
+    Suppress = None  # type: ignore[misc]  # a marker no one reads without tyro
+
+
 class ConfigError(Rummy500Error):
     """A bad training configuration value: names the field, the value and what is allowed."""
 
@@ -78,6 +84,9 @@ class TrainArgs(abc.ABC):
     """Fields an earlier release did not write into ``config.json``, each with the value its
     runs were made with where today's default differs: a run's ``config.json`` without the
     field resumes with that value (`command_line`)."""
+    NOT_MINE: ClassVar[frozenset[str]] = frozenset()
+    """Fields of the packaged config that this class lacks and skips (a config that two
+    classes share: `training.exploit`'s engines); any other unknown field is an error."""
 
     rules: str = "standard"
     """Rules the policy plays: a preset, a preset and field=value overrides
@@ -175,6 +184,44 @@ class SelfPlayArgs(TrainArgs):
         super().validate()
         require_positive_ints(self, "snapshot_every", "max_snapshots")
         require_pool(self, "self (the snapshots)")
+
+
+@dataclass
+class PlaysFiles:
+    """The settings of a run that plays policy files (an opponent, a target, a warm start):
+    it keeps their SHA-256 as it started (`file_digests`, in ``config.json``), and a resumed
+    run whose file changed on disk since is refused (`check_files`, which `command_line`
+    calls), as ``training.evaluate --resume`` refuses one: the run's figures are against the
+    file it started with."""
+
+    file_digests: Annotated[dict[str, str], Suppress] = field(default_factory=dict)
+    """Not a flag: the SHA-256 of each policy file the run plays, by path, as it started."""
+
+    def policy_files(self) -> list[str]:
+        """The paths of the policy files the run plays (after ``validate`` resolved them)."""
+        raise NotImplementedError
+
+    def record_files(self) -> None:
+        """Keep the digest of each policy file played, the run's first one where it has one
+        (``validate`` calls this)."""
+        now = {p: file_digest(p) for p in self.policy_files() if Path(p).is_file()}
+        self.file_digests = now | self.file_digests
+
+    def check_files(self, run: Path) -> None:
+        """Raise `ConfigError` if a policy file the run still plays changed since it started."""
+        played = self.policy_files()
+        for path, digest in self.file_digests.items():
+            if path not in played:
+                continue  # no longer played: its figures are not this run's any more
+            found = file_digest(path) if Path(path).is_file() else None
+            if found != digest:
+                raise ConfigError(
+                    f"--resume {str(run)!r}: the policy file {path!r} changed since the run "
+                    f"started (sha256 {digest[:12]}... then, "
+                    f"{'no file' if found is None else found[:12] + '...'} now); the run's "
+                    "figures are against the file it started with: put that file back, or "
+                    "start a new run"
+                )
 
 
 def require_pool(args: Any, self_is: str) -> None:
@@ -547,8 +594,8 @@ def command_line(cls: type[A], argv: list[str], description: str | None) -> tupl
     import tyro
 
     argv = list(argv)
-    resume = _pop_option(argv, "--resume")
-    config = _pop_option(argv, "--config")
+    resume = pop_option(argv, "--resume")
+    config = pop_option(argv, "--config")
     if resume is not None:
         config_file = Path(resume) / "config.json"
         if kind_of(config_file, "--resume") != "file":
@@ -557,7 +604,8 @@ def command_line(cls: type[A], argv: list[str], description: str | None) -> tupl
         check_trainer(cls, recorded, resume)  # first: another trainer's run fails anything else
         base = args_of(cls, cls.UNWRITTEN | recorded)
     else:
-        base = args_of(cls, load_yaml(config or cls.TRAINER))
+        packaged = load_yaml(config or cls.TRAINER)
+        base = args_of(cls, {k: v for k, v in packaged.items() if k not in cls.NOT_MINE})
     prog = f"python -m training.{cls.TRAINER}"
     saved = copy.deepcopy(base)
     check_int_flags(cls, argv)
@@ -566,6 +614,8 @@ def command_line(cls: type[A], argv: list[str], description: str | None) -> tupl
         args.run_dir = resume  # what a check of the changed settings would find
         check_resume(saved, args, Path(resume))
     args.validate()
+    if resume is not None and isinstance(args, PlaysFiles):
+        args.check_files(Path(resume))
     return args, resume is not None
 
 
@@ -775,7 +825,8 @@ def read_json(path: Path) -> dict[str, Any]:
     raise ConfigError(f"{str(path)!r} is damaged ({reason[:200]}); {advice}")
 
 
-def _pop_option(argv: list[str], name: str) -> str | None:
+def pop_option(argv: list[str], name: str) -> str | None:
+    """The value of option `name` (``NAME VALUE`` or ``NAME=VALUE``), removed from `argv`."""
     for i, a in enumerate(argv):
         if a == name:
             if i + 1 >= len(argv):
