@@ -5,11 +5,10 @@ games `vmap`ped) and trains on it (`lax.scan` over epochs and minibatches): the 
 (`rummy500_env.jax`), the card network (`rummy500_env.jax.network`, the same weights as the
 torch `CardPolicy`), its opponents (a frozen snapshot of itself, the JAX ports of `random`
 and `greedy`, `rummy500_env.jax.bots`, and card-network policy files), GAE and Adam never
-leave the device. Python
-only runs between updates: snapshots, checkpoints, evaluations, logs. The run folder, the
-exported policy file and the final evaluation are `training.ppo`'s (`training.run`), so
-`PolicyAgent.load`, ``training.evaluate``, the ladder and the play page take its policies
-unchanged.
+leave the device. Python only runs between updates: snapshots, checkpoints, evaluations, logs.
+The run folder, the exported policy file and the final evaluation are `training.ppo`'s
+(`training.run`), so `PolicyAgent.load`, ``training.evaluate``, the ladder and the play page
+take its policies unchanged.
 
     python -m training.jax_ppo                          # the packaged config "jax_ppo"
     python -m training.jax_ppo --total-timesteps 2000000 --n-games 256
@@ -36,6 +35,8 @@ How it differs from `training.ppo`:
   plays; the run keeps each file's SHA-256 and refuses to resume against a file changed since.
   ``expert``, the searches and ``mlp`` policies are `training.ppo`'s. The evaluation plays the
   package's bots (ExpertAgent included) through `training.run`.
+- The games are split between every device it is given, in this process or in several
+  (`DeviceArgs`: `devices`, `coordinator`), with the arithmetic of one device.
 
 The rules are those the JAX engine plays (`rummy500_env.jax.SUPPORTED`): one deck, 2 to 4
 players, no jokers or calls; `training.ppo` trains the rest.

@@ -85,8 +85,9 @@ class TrainArgs(abc.ABC):
     runs were made with where today's default differs: a run's ``config.json`` without the
     field resumes with that value (`command_line`)."""
     NOT_MINE: ClassVar[frozenset[str]] = frozenset()
-    """Fields of the packaged config that this class lacks and skips (a config that two
-    classes share: `training.exploit`'s engines); any other unknown field is an error."""
+    """Fields of the packaged config this class skips, keeping its own defaults for those it
+    has (a config that two classes share: `training.exploit`'s engines); any other unknown
+    field is an error."""
 
     rules: str = "standard"
     """Rules the policy plays: a preset, a preset and field=value overrides
