@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -210,3 +211,17 @@ def test_figure_check_sees_a_figure_its_home_does_not_hold():
     assert misquoted(row.replace("+14.5", "+14.0")) == []
     unlinked = "| `psearch` | x | **+14.5** a hand ([experiments](docs/experiments.md)) |"
     assert quoted_figures(unlinked) == []  # only a row that links a home is checked
+
+
+def test_the_ladders_elo_refit_from_its_pair_table_is_the_one_it_shows():
+    """benchmarks/ladder_elo.py reads the ladder's pair table and fits the ratings again (to
+    join later pairs to it): from the table alone it gives the ratings the page shows."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from ladder_elo import PAGE, page_pairs, ratings
+
+    text = PAGE.read_text(encoding="utf-8")
+    listing = text.split("Elo (maximum")[1].split("```")[0]  # the round-robin's own output
+    shown = re.findall(r"^\s+(\S+)\s+(-?\d+) ± (\d+)$", listing, re.M)
+    assert len(shown) == 9
+    fitted = {name: (round(value), round(half)) for name, value, half in ratings(page_pairs(text))}
+    assert {name: (int(v), int(h)) for name, v, h in shown} == fitted
