@@ -59,7 +59,8 @@ SCRIPT = textwrap.dedent(
     run("moved", 100, 2)
     moved, _ = run("moved", 200, 1, resume=True)
     try:
-        jax_ppo.args_from_dict(load_yaml("jax_ppo") | TINY | {"n_games": 9, "devices": 2}).validate()
+        odd_games = load_yaml("jax_ppo") | TINY | {"n_games": 9, "devices": 2}
+        jax_ppo.args_from_dict(odd_games).validate()
         odd = ""
     except ConfigError as e:
         odd = str(e)
