@@ -153,3 +153,15 @@ def fails_after(seconds: int) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, before)
+
+
+def untrained_policy(path: Any, spec: dict[str, Any], rules: Rules | None = None) -> str:
+    """An untrained policy file with the network `spec` (``{"kind": "cards", ...}``), for
+    `rules` (standard's); its path as a string. Torch is imported here, where it is asked for."""
+    from rummy500_env.agents.networks import build_network
+    from rummy500_env.agents.policy_file import current_encoding, save_policy
+
+    rules = rules or Rules()
+    meta = {"rules": rules.to_dict(), "encoding": current_encoding(rules), "network": spec}
+    save_policy(path, build_network(rules, spec), meta)
+    return str(path)

@@ -15,13 +15,13 @@ import jax.numpy as jnp
 
 from rummy500_env.agents.networks import build_network
 from rummy500_env.agents.policy import PolicyAgent
-from rummy500_env.agents.policy_file import current_encoding, save_policy
 from rummy500_env.agents.shipped import policy_path
 from rummy500_env.engine.rules import Rules
 from rummy500_env.jax.network import params_from_arrays
 from rummy500_env.training import jax_ppo
 from rummy500_env.training.model import ADAM_EPS, ppo_loss
 from rummy500_env.training.settings import ConfigError, load_yaml
+from tests.helpers import untrained_policy
 
 SPEC = {"kind": "cards", "channels": 8, "blocks": 1, "hidden": 16}
 
@@ -240,19 +240,11 @@ def test_a_resume_skips_a_damaged_checkpoint_and_refuses_one_of_another_size(tmp
         jax_ppo.Trainer(args, resume=True)
 
 
-def policy_file(path, spec, rules=None):
-    """An untrained policy file with the network `spec`, for `rules` (standard's)."""
-    rules = rules or Rules()
-    meta = {"rules": rules.to_dict(), "encoding": current_encoding(rules), "network": spec}
-    save_policy(path, build_network(rules, spec), meta)
-    return str(path)
-
-
 def test_a_policy_opponent_plays_its_files_most_likely_action_in_the_rollout(tmp_path):
     """The files' seats play what `PolicyAgent` (the file's agent spec) plays, whatever the
     file's network size: the shipped model ("model") and a small file, beside greedy."""
     torch.manual_seed(1)
-    small = policy_file(tmp_path / "small.pt", SPEC)
+    small = untrained_policy(tmp_path / "small.pt", SPEC)
     fields = load_yaml("jax_ppo") | TINY | {"run_dir": str(tmp_path / "run")}
     args = jax_ppo.args_from_dict(fields | {"opponents": {"model": 1, small: 1, "greedy": 1}})
     args.validate()
@@ -287,8 +279,10 @@ def test_a_policy_opponent_plays_its_files_most_likely_action_in_the_rollout(tmp
 
 @pytest.mark.filterwarnings("ignore:the 'mlp' network is deprecated:FutureWarning")
 def test_a_policy_opponent_it_cannot_run_is_refused_before_any_work(tmp_path):
-    mlp = policy_file(tmp_path / "mlp.pt", {"kind": "mlp", "net_arch": [16], "activation": "relu"})
-    three = policy_file(tmp_path / "three.pt", SPEC, Rules(players=3))
+    mlp = untrained_policy(
+        tmp_path / "mlp.pt", {"kind": "mlp", "net_arch": [16], "activation": "relu"}
+    )
+    three = untrained_policy(tmp_path / "three.pt", SPEC, Rules(players=3))
     base = load_yaml("jax_ppo") | {"run_dir": str(tmp_path / "run")}
     for pool, words in (
         ({mlp: 1.0}, "has a 'mlp' network; the JAX engine runs the card network only"),
@@ -303,13 +297,13 @@ def test_a_policy_opponent_it_cannot_run_is_refused_before_any_work(tmp_path):
 def test_a_resume_against_a_policy_file_changed_since_is_refused(tmp_path):
     opponent = tmp_path / "opponent.pt"
     torch.manual_seed(1)
-    policy_file(opponent, SPEC)
+    untrained_policy(opponent, SPEC)
     run = tmp_path / "run"
     fields = TINY | {"opponents": {str(opponent): 0.5, "self": 0.5}}
     jax_ppo.train(run_args(run, 100, fields))
     argv = ["--resume", str(run), "--total-timesteps", "200"]
     assert jax_ppo.parse_args(argv)[1]  # unchanged: resumes
     torch.manual_seed(2)
-    policy_file(opponent, SPEC)  # the same network, other weights
+    untrained_policy(opponent, SPEC)  # the same network, other weights
     with pytest.raises(ConfigError, match=r"opponent\.pt' changed since the run started"):
         jax_ppo.parse_args(argv)
