@@ -1,7 +1,8 @@
 """``training.jax_ppo`` over several devices: two CPU devices (XLA's host-platform count, in a
 process of its own, since JAX reads it once at start) learn what one learns from the same games,
 to float tolerance, and a run resumes on another device count; and two processes joined by
-`jax.distributed` (one CPU device each, gloo between them) learn the same again."""
+`jax.distributed` (one CPU device each, gloo between them) learn the same again, process 0
+alone evaluating."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ SCRIPT = textwrap.dedent(
     if mode != "one":  # a process of the distributed run: its weights to a file
         pid = int(mode)
         mine, shards = run("dist", 200, "all", coordinator=f"127.0.0.1:{sys.argv[3]}",
-                           num_processes=2, process_id=pid)
+                           num_processes=2, process_id=pid, eval_every=100, eval_games=2)
         np.savez(f"{out}/process_{pid}.npz", **mine)
         print(json.dumps({"devices": jax.device_count(), "shards": sorted(shards)}))
         sys.exit(0)
@@ -115,3 +116,5 @@ def test_two_devices_or_two_processes_learn_what_one_learns_and_a_run_moves(tmp_
         np.testing.assert_allclose(first[name], one[name], atol=1e-4)
     assert list((tmp_path / "dist" / "checkpoints").iterdir())  # process 0: the run folder
     assert list((tmp_path / "dist" / "process_1" / "checkpoints").iterdir())  # its own
+    assert (tmp_path / "dist" / "evaluations.csv").is_file()  # process 0 evaluates, alone
+    assert not (tmp_path / "dist" / "process_1" / "evaluations.csv").exists()

@@ -436,13 +436,7 @@ def train(args: Args, resume: bool = False) -> Path:
     first (`check_before_work`)."""
     args.validate()
     check_before_work(args, resume)
-    trainer = Trainer(args, resume)
-    trainer.run.announce()
-    if not resume:
-        trainer.snapshot()
-    trainer.learn()
-    trainer.checkpoint()
-    return trainer.run.finish(trainer.policy(), trainer.state)
+    return Trainer(args, resume).train(resume)
 
 
 def main(argv: list[str] | None = None) -> int:

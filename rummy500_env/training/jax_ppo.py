@@ -826,6 +826,12 @@ class Trainer:
     def timesteps(self) -> int:
         return int(self.state["timesteps"])
 
+    @property
+    def leader(self) -> bool:
+        """Whether this process evaluates: process 0 of a distributed run (the others hold
+        the same weights), or the only one."""
+        return jax.process_index() == 0
+
     def make_plan(self, args: Args) -> Plan:
         return plan_of(args)
 
@@ -918,6 +924,16 @@ class Trainer:
         draw = np.random.default_rng([self.args.seed, self.state["updates"]])
         return (self.pool[int(draw.integers(len(self.pool)))], *self.fixed)
 
+    def train(self, resume: bool) -> Path:
+        """The run: a first snapshot (when new), updates to the budget, the last checkpoint,
+        and `Run.finish` (its evaluation by process 0 alone). Returns the policy's path."""
+        self.run.announce()
+        if not resume:
+            self.snapshot()
+        self.learn()
+        self.checkpoint()
+        return self.run.finish(self.policy(), self.state, evaluate=self.leader)
+
     def learn(self) -> None:
         """Updates until `total_timesteps`, with snapshots, checkpoints and evaluations each
         time their interval is passed."""
@@ -961,7 +977,8 @@ class Trainer:
             if checkpoint.due(self.timesteps):
                 self.checkpoint()
             if self.timesteps < args.total_timesteps and evaluation.due(self.timesteps):
-                self.run.evaluate(self.policy(), self.timesteps, args.eval_games)
+                if self.leader:
+                    self.run.evaluate(self.policy(), self.timesteps, args.eval_games)
 
     def log(self, losses: dict[str, float], mean_return: float) -> None:
         writer, steps = self.run.writer, self.timesteps
@@ -984,13 +1001,7 @@ def train(args: Args, resume: bool = False) -> Path:
     """Train (or resume) and return the path of the exported policy. Every input is checked
     first (`check_before_work`), before any folder, weights or game."""
     check_before_work(args, resume)
-    trainer = Trainer(args, resume)
-    trainer.run.announce()
-    if not resume:
-        trainer.snapshot()
-    trainer.learn()
-    trainer.checkpoint()
-    return trainer.run.finish(trainer.policy(), trainer.state)
+    return Trainer(args, resume).train(resume)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -435,20 +435,28 @@ class RunFolder:
         print("evaluation at", timesteps, {k: v for k, v in row.items() if k != "timesteps"})
         return results
 
-    def finish(self, actor: nn.Module, state: dict[str, Any]) -> Path:
-        """The end of a run: the final evaluation, ``policy.pt`` with its results, the learning
-        curve, the results printed and the ``--export`` copy. Returns the policy's path."""
+    def finish(self, actor: nn.Module, state: dict[str, Any], evaluate: bool = True) -> Path:
+        """The end of a run: the final evaluation (unless not `evaluate`: a distributed run's
+        other processes, whose weights are process 0's), ``policy.pt`` with its results, the
+        learning curve, the results printed and the ``--export`` copy. Returns the policy's
+        path."""
         args, steps = self.args, state["timesteps"]
-        print(
-            f"evaluating against {', '.join(args.eval_bots)} "
-            f"({args.final_eval_games} games each, duplicate deals)...",
-            flush=True,
-        )
-        learner_steps = state.get("learner_steps")
-        results = self.evaluate(actor, steps, args.final_eval_games, True, learner_steps)
-        evaluation = {"games_per_bot": args.final_eval_games, "episode": "game", "results": results}
+        extra: dict[str, Any] = {"wall_s": state["wall_s"]}
+        results: dict[str, Any] = {}
+        if evaluate:
+            print(
+                f"evaluating against {', '.join(args.eval_bots)} "
+                f"({args.final_eval_games} games each, duplicate deals)...",
+                flush=True,
+            )
+            learner_steps = state.get("learner_steps")
+            results = self.evaluate(actor, steps, args.final_eval_games, True, learner_steps)
+            extra["evaluation"] = {
+                "games_per_bot": args.final_eval_games,
+                "episode": "game",
+                "results": results,
+            }
         policy = self.path / "policy.pt"
-        extra = {"evaluation": evaluation, "wall_s": state["wall_s"]}
         export_policy(actor, args, policy, steps, extra)
         self.writer.close()
         self.learning_curve()
