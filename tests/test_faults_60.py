@@ -476,11 +476,17 @@ def ctrl_c_with_a_stopped_worker(
     """Run the command `argv` from the repository root; once `started` holds, stop one of
     its workers (SIGSTOP, by PID) and press Ctrl+C (SIGINT to the command's PID). Returns
     its exit code, its stderr and the seconds it took to end after Ctrl+C; kills it (and the
-    stopped worker) if it did not end within 60 s."""
+    stopped worker) if it did not end within 60 s. The command takes Ctrl+C whatever this
+    process does: pytest run in the background by a shell (``pytest &``) ignores SIGINT, and a
+    process started with SIGINT ignored keeps ignoring it, as ``nohup``'d work should."""
     err = tmp_path / "stderr.txt"
     with open(err, "w") as stderr:
         proc = subprocess.Popen(
-            [sys.executable, *argv], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr
+            [sys.executable, *argv],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
     workers: list[int] = []
     try:

@@ -30,12 +30,12 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
+import queue
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
-from concurrent.futures import wait as wait_futures
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import wait
 from multiprocessing.context import SpawnContext
@@ -217,19 +217,29 @@ class WorkerPool:
         with sigint_ignored():  # the workers start as the tasks arrive
             futures = [self._executor.submit(_run_chunk, work, chunk) for chunk in chunks]
         self._submitted = list(futures)
-        delivered = 0
+        # Each chunk, as it ends, is put on a queue that this thread reads: not
+        # `concurrent.futures.wait`, which takes every pending future's lock in turn, so that a
+        # Ctrl+C among those takes leaves some held, and the executor's thread, failing the
+        # tasks at shutdown, waits on them for ever.
+        finished: queue.SimpleQueue[Future[list[R]]] = queue.SimpleQueue()
+        for submitted in futures:
+            submitted.add_done_callback(finished.put)
+        delivered, pending = 0, len(futures)
         broken: BrokenProcessPool | None = None
-        pending: set[Future[list[R]]] = set(futures)
         while pending:
-            done, pending = wait_futures(pending, timeout=BEAT_S, return_when=FIRST_COMPLETED)
-            for future in done:
+            try:
+                ended: Future[list[R]] | None = finished.get(timeout=BEAT_S)
+            except queue.Empty:
+                ended = None
+            if ended is not None:
+                pending -= 1
                 try:
-                    results = future.result()
+                    results = ended.result()
                 except BrokenProcessPool as e:  # every unfinished chunk; finished ones follow
                     broken = e
-                    continue
-                delivered += len(results)
-                yield from results
+                else:
+                    delivered += len(results)
+                    yield from results
             if broken is None and pending:
                 lost = f"{len(tasks) - delivered} of {len(tasks)} {unit}s unfinished"
                 self._require_heartbeats(f"{lost}{advice}")
