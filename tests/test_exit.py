@@ -4,6 +4,8 @@ export; the labels are what the search found; bad settings are refused before an
 from __future__ import annotations
 
 import json
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -141,21 +143,46 @@ def test_value_targets_mix_search_and_outcome() -> None:
 
 
 @pytest.mark.slow
-def test_a_run_labels_learns_resumes_and_exports(tiny_policy: Path, tmp_path: Path) -> None:
-    run = tmp_path / "run"
+@dataclass
+class TwoRounds:
+    """A tiny `training.exit` run of one round, then resumed for a second with another rate:
+    what the first round left, and the run."""
+
+    run: Path
+    first: dict[str, Any]
+    """``state.json`` after the first round."""
+    first_checkpoint: Path
+    """The checkpoint after the first round (a copy: the second's may replace it)."""
+    first_weights: dict[str, torch.Tensor]
+    first_margins: list[str]
+
+
+@pytest.fixture(scope="module")
+def two_rounds(tiny_policy: Path, tmp_path_factory: pytest.TempPathFactory) -> TwoRounds:
+    """One run shared by the tests of a run's rounds, resume and labels (a minute each)."""
+    run = tmp_path_factory.mktemp("exit") / "run"
     assert main(tiny(tiny_policy, run, "--total-timesteps", "20")) == 0
-    state = json.loads((run / "state.json").read_text())
-    assert state["rounds"] == 1 and state["timesteps"] >= 20
-    before = PolicyAgent.load(run / "policy.pt").network.state_dict()
-    start = PolicyAgent.load(tiny_policy).network.state_dict()
-    assert any(not torch.equal(before[k], start[k]) for k in start), "nothing was learned"
-    assert len(list((run / "labels").glob("round_*.npz"))) == 1
+    first = json.loads((run / "state.json").read_text())
+    [checkpoint] = (run / "checkpoints").glob("step_*.pt")
+    (run / "round_0").mkdir()  # beside checkpoints/: the run's config.json is the parent's
+    kept = shutil.copy(checkpoint, run / "round_0" / checkpoint.name)
+    weights = PolicyAgent.load(run / "policy.pt").network.state_dict()
     margins = (run / "start_margins.csv").read_text().splitlines()
+    more = ["--total-timesteps", str(first["timesteps"] + 1), "--learning-rate", "3e-4"]
+    assert main(["--resume", str(run), *more]) == 0
+    return TwoRounds(run, first, Path(kept), weights, margins)
+
+
+def test_a_run_labels_learns_resumes_and_exports(tiny_policy: Path, two_rounds: TwoRounds) -> None:
+    run, state = two_rounds.run, two_rounds.first
+    assert state["rounds"] == 1 and state["timesteps"] >= 20
+    start = PolicyAgent.load(tiny_policy).network.state_dict()
+    before = two_rounds.first_weights
+    assert any(not torch.equal(before[k], start[k]) for k in start), "nothing was learned"
+    margins = two_rounds.first_margins
     assert margins[0] == "labels,hands,margin,low,high" and len(margins) == 2
     assert margins[1].split(",")[:2] == [str(state["timesteps"]), "2"]
     first = state["timesteps"]  # whole hands are labelled: a round may pass its share
-    resume = ["--resume", str(run), "--total-timesteps", str(first + 1), "--learning-rate", "3e-4"]
-    assert main(resume) == 0
     state = json.loads((run / "state.json").read_text())
     assert state["rounds"] == 2 and state["timesteps"] > first
     newest = max((run / "checkpoints").glob("*.pt"), key=lambda p: p.stat().st_mtime_ns)
@@ -272,7 +299,7 @@ def test_the_labelling_benchmark_times_the_trainers_workers(
 
 @pytest.mark.slow
 def test_the_fit_benchmark_trains_from_a_checkpoint_and_scores_held_out_labels(
-    tiny_policy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    two_rounds: TwoRounds, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``benchmarks/studies/exit_fit.py``: from a run's first checkpoint, training on its first
     round's labels lowers their cross entropy; the next round's are scored as held out."""
@@ -281,14 +308,9 @@ def test_the_fit_benchmark_trains_from_a_checkpoint_and_scores_held_out_labels(
     sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks" / "studies"))
     from exit_fit import main as fit_main
 
-    run = tmp_path / "run"
-    assert main(tiny(tiny_policy, run)) == 0
-    [first] = (run / "checkpoints").glob("step_*.pt")  # after round 0
-    labelled = json.loads((run / "state.json").read_text())["timesteps"]
-    assert main(["--resume", str(run), "--total-timesteps", str(labelled + 1)]) == 0
-    rounds = sorted((run / "labels").glob("round_*.npz"))
+    rounds = sorted((two_rounds.run / "labels").glob("round_*.npz"))
     capsys.readouterr()
-    argv = [str(first), "--train", str(rounds[0]), "--test", str(rounds[1])]
+    argv = [str(two_rounds.first_checkpoint), "--train", str(rounds[0]), "--test", str(rounds[1])]
     assert fit_main([*argv, "--settings", "20x1e-2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     untrained, trained = out["rows"]
