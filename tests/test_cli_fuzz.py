@@ -594,6 +594,7 @@ def other_cases() -> Iterator[tuple[str, list[str]]]:
     yield "play", ["--host", "\xad"]  # TypeError: encoding of hostname failed
     yield "play", ["--host", "\n"]  # the error line broken by the unquoted host
     yield "evaluate", ["random", "random", "--out", PATHS["file"]]  # FileExistsError, at the end
+    yield "exploit", ["--resume", "x" * 300]  # OSError: file name too long (the engine's check)
 
 
 @pytest.mark.parametrize(("name", "argv"), list(other_cases()))
@@ -603,6 +604,7 @@ def test_cases_the_fuzz_found_in_the_other_commands(
     from rummy500_env.__main__ import main as watch
     from rummy500_env.evaluation.evaluate import main as evaluate
     from rummy500_env.play.__main__ import main as play
+    from rummy500_env.training.exploit import main as exploit
     from rummy500_env.training.ppo import main as ppo
 
     mains: dict[str, Callable[[list[str]], Any]] = {
@@ -610,6 +612,7 @@ def test_cases_the_fuzz_found_in_the_other_commands(
         "ppo": ppo,
         "play": lambda a: play(["--no-browser", "--data-dir", str(SCRATCH / "play-data"), *a]),
         "evaluate": lambda a: evaluate([*a, "--games", "1", "--workers", "1", "--episode", "hand"]),
+        "exploit": exploit,
     }
     assert check(mains[name], argv).code == 2
 
