@@ -18,7 +18,7 @@ import torch
 
 from rummy500_env import Rules
 from rummy500_env.agents.networks import build_network
-from rummy500_env.agents.policy import PolicyAgent, current_encoding, save_policy
+from rummy500_env.agents.policy import PolicyAgent, save_policy
 from rummy500_env.training.exit import (
     Args,
     LabelTask,
@@ -28,6 +28,7 @@ from rummy500_env.training.exit import (
     value_targets,
 )
 from rummy500_env.training.settings import ConfigError, load_yaml
+from tests.helpers import untrained_policy
 
 RULES = Rules()
 SPEC = {"kind": "cards", "channels": 8, "blocks": 1, "hidden": 16}
@@ -37,10 +38,7 @@ SPEC = {"kind": "cards", "channels": 8, "blocks": 1, "hidden": 16}
 def tiny_policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small untrained cards network as a policy file (search and training stay fast)."""
     torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("policy") / "tiny.pt"
-    meta = {"rules": RULES.to_dict(), "encoding": current_encoding(RULES), "network": SPEC}
-    save_policy(path, build_network(RULES, SPEC), meta)
-    return path
+    return Path(untrained_policy(tmp_path_factory.mktemp("policy") / "tiny.pt", SPEC))
 
 
 def tiny(policy: Path, run: Path, *more: str) -> list[str]:
@@ -216,8 +214,7 @@ def test_bad_settings_are_refused_naming_the_field(
 
 def test_a_policy_without_a_value_head_is_refused(tmp_path: Path) -> None:
     spec = {"kind": "mlp", "net_arch": [8], "activation": "tanh"}
-    meta = {"rules": RULES.to_dict(), "encoding": current_encoding(RULES), "network": spec}
-    save_policy(tmp_path / "mlp.pt", build_network(RULES, spec), meta)
+    untrained_policy(tmp_path / "mlp.pt", spec)
     with pytest.raises(ConfigError, match="value head"):
         parse_args(tiny(tmp_path / "mlp.pt", tmp_path / "r"))
 

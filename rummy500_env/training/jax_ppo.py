@@ -196,6 +196,12 @@ def on_host(x: Array) -> np.ndarray[Any, Any]:
     return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
 
+def leads() -> bool:
+    """Whether this process evaluates and measures: process 0 of a distributed run (the others
+    hold the same weights), or the only one."""
+    return jax.process_index() == 0
+
+
 def join(coordinator: str, num_processes: int, process_id: int) -> None:
     """`jax.distributed.initialize`, once a process (before any JAX computation); CPU devices
     talk through gloo, JAX's CPU collectives."""
@@ -828,9 +834,7 @@ class Trainer:
 
     @property
     def leader(self) -> bool:
-        """Whether this process evaluates: process 0 of a distributed run (the others hold
-        the same weights), or the only one."""
-        return jax.process_index() == 0
+        return leads()
 
     def make_plan(self, args: Args) -> Plan:
         return plan_of(args)
