@@ -7,6 +7,7 @@ The work functions are module-level so that the spawned workers can import them.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import time
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from rummy500_env.evaluation import tournament
-from rummy500_env.evaluation.pool import WorkerDied, WorkerPool, how_it_ended
+from rummy500_env.evaluation.pool import WorkerDied, WorkerPool, how_it_ended, stop
 from tests.helpers import fails_after
 
 REAL_PLAY_TASK = tournament.play_task
@@ -77,6 +78,17 @@ def test_a_killed_worker_is_a_clear_error_after_the_results_that_arrived():
     assert message.startswith("worker process ") and "died (killed by SIGKILL)" in message
     assert f"with {4 - len(got)} of 4 things unfinished" in message and "\n" not in message
     assert 6 not in got
+
+
+def test_a_worker_that_died_and_was_reaped_by_another_thread_is_not_counted_as_killed():
+    """The executor's thread reaps a dead worker as `stop` looks at it: `exitcode` then read
+    None for a moment, `stop` "killed" the dead worker, and `WorkerDied` named the SIGTERM of
+    the executor instead of the worker's own death (seen once in a run of the whole suite)."""
+    process = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(0,))
+    process.start()
+    assert process.pid is not None
+    os.waitpid(process.pid, 0)  # the other thread's reap: this object never saw the exit
+    assert stop([process]) == set()
 
 
 def test_a_failing_task_raises_its_error_and_the_running_ones_are_stopped():

@@ -128,11 +128,18 @@ class Heartbeats:
         return time.monotonic() - since
 
 
+def has_ended(process: BaseProcess) -> bool:
+    """Whether a started `process` has ended, whichever thread reaps it. Not `exitcode`: while
+    another thread (the executor's) reaps it, `exitcode` reads None here for a moment, and a
+    worker that died on its own would be counted among those `stop` killed."""
+    return process.exitcode is not None or bool(wait([process.sentinel], 0))
+
+
 def stop(processes: Iterable[BaseProcess], grace: float = GRACE_S) -> set[int]:
     """End `processes` now: terminate those alive, wait up to `grace` seconds, then kill those
     still there (a stopped process keeps SIGTERM pending until it runs again; SIGKILL ends it
     anyway) and reap them. Returns the PIDs that had to be killed."""
-    alive = [p for p in processes if p.exitcode is None]
+    alive = [p for p in processes if not has_ended(p)]
     for process in alive:
         process.terminate()
     end = time.monotonic() + grace
@@ -140,7 +147,7 @@ def stop(processes: Iterable[BaseProcess], grace: float = GRACE_S) -> set[int]:
         process.join(max(0.0, end - time.monotonic()))
     killed = set()
     for process in alive:
-        if process.exitcode is None and process.pid is not None:
+        if not has_ended(process) and process.pid is not None:
             process.kill()
             killed.add(process.pid)
     for process in alive:
