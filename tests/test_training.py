@@ -4,6 +4,7 @@ files."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -73,38 +74,35 @@ def ppo(*args: str, **kw) -> subprocess.Popen:
     )
 
 
-# Training that stops itself one rollout after its second checkpoint, printing PAUSED, and
-# waits there to be killed: the kill lands at the same point however slow the machine (a
-# test that polled for checkpoints could find training finished), past the checkpoint, so
-# the rollout collected since is lost and the resume must start from the checkpoint.
+# Training that stops itself in its first evaluation after the start's (at 2,048 timesteps,
+# where a checkpoint is due too), printing PAUSED, and waits there to be killed: the kill
+# lands at the same point however slow the machine (a test that polled for checkpoints could
+# find training finished). The checkpoint of that step comes after its evaluation
+# (`run.Checkpoints`), so the rollouts since the one before are lost, and the resume must
+# start there and evaluate 2,048 again.
 PAUSING = """
 import sys, threading
 from rummy500_env.training import ppo
 from rummy500_env.training import run as training_run
 
-saved, save, update = [], training_run.Checkpoints.save, ppo.ppo_update
+evaluate = training_run.RunFolder.evaluate
 
-def counted(self, *args, **kwargs):
-    path = save(self, *args, **kwargs)
-    saved.append(path)
-    return path
-
-def pausing(*args, **kwargs):
-    if len(saved) >= 2:
+def pausing(self, actor, timesteps, *args, final=False, **kwargs):
+    if timesteps > 0 and not final:  # not the start's (after behaviour cloning), nor the last
         print("PAUSED", flush=True)
         threading.Event().wait()  # until SIGKILL
-    return update(*args, **kwargs)
+    return evaluate(self, actor, timesteps, *args, final=final, **kwargs)
 
-training_run.Checkpoints.save, ppo.ppo_update = counted, pausing
+training_run.RunFolder.evaluate = pausing
 sys.exit(ppo.main(sys.argv[1:]))
 """
 
 
 @background.job(__name__, "trained")
 def train_kill_and_resume() -> Path:
-    """Train, SIGKILL one rollout after the second checkpoint, resume to the end: the run's
-    folder. A background job (tests/background.py): these subprocesses run on the other core
-    beside the rest of the suite, and the tests that read the run come last."""
+    """Train, SIGKILL in the evaluation at 2,048, resume to the end: the run's folder. A
+    background job (tests/background.py): these subprocesses run on the other core beside the
+    rest of the suite, and the tests that read the run come last."""
     run = background.temp_dir("ppo") / "run"
     env = os.environ | {"PYTHONPATH": str(ROOT)}
     proc = background.popen(
@@ -135,11 +133,12 @@ def train_kill_and_resume() -> Path:
         proc.wait()
         reader.join(10)
     ckpts = run / "checkpoints"
-    assert len(list(ckpts.glob("step_*.pt"))) == 2
     assert not (run / "policy.pt").exists()
+    with open(run / "evaluations.csv") as f:  # the start's evaluation alone
+        assert [int(row["timesteps"]) for row in csv.DictReader(f)] == [0]
     state = json.loads((run / "state.json").read_text())
     killed_at = state["timesteps"]
-    assert killed_at == 1024 and (ckpts / state["checkpoint"]).exists()  # checkpoint 2
+    assert killed_at == 1536 and (ckpts / state["checkpoint"]).exists()  # the one before 2,048
     code, out, _ = background.call(
         [sys.executable, "-m", "training.ppo", "--resume", str(run)],
         ROOT,
@@ -155,7 +154,7 @@ def train_kill_and_resume() -> Path:
 
 @pytest.fixture(scope="module")
 def trained() -> Path:
-    """A run trained, killed one rollout after its second checkpoint and resumed to the end."""
+    """A run trained, killed in its evaluation at 2,048 and resumed to the end."""
     run: Path = background.result("trained")
     return run
 
@@ -164,7 +163,9 @@ def test_killed_run_resumes_from_its_last_checkpoint_to_the_same_budget(trained)
     state = json.loads((trained / "state.json").read_text())
     assert state["timesteps"] >= 3072
     assert len(list((trained / "checkpoints").glob("step_*.pt"))) <= 3
-    assert (trained / "evaluations.csv").exists() and (trained / "learning_curve.png").exists()
+    with open(trained / "evaluations.csv") as f:  # the step it was killed in, evaluated again
+        assert [int(row["timesteps"]) for row in csv.DictReader(f)] == [0, 2048, 3072]
+    assert (trained / "learning_curve.png").exists()
     assert list((trained / "tb").rglob("events.out.tfevents*"))
 
 

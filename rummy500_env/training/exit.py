@@ -757,11 +757,11 @@ class Trainer:
                     f"KL {figures['kl']:.3f}  value {figures['value']:.4f}",
                     flush=True,
                 )
-            if checkpoint.due(self.timesteps):
-                self.checkpoint()
             if self.timesteps < args.total_timesteps and evaluation.due(self.timesteps):
                 self.run.evaluate(self.network, self.timesteps, args.eval_games)
                 self.margin_against_start()
+            if checkpoint.due(self.timesteps):  # after the evaluation (`run.Checkpoints`)
+                self.checkpoint()
 
     def margin_against_start(self) -> dict[str, Any] | None:
         """The learner (as last exported for evaluation) against the policy the run started

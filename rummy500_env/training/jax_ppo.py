@@ -930,7 +930,7 @@ class Trainer:
 
     def train(self, resume: bool) -> Path:
         """The run: a first snapshot (when new), updates to the budget, the last checkpoint,
-        and `Run.finish` (its evaluation by process 0 alone). Returns the policy's path."""
+        and `RunFolder.finish` (its evaluation by process 0 alone). Returns the policy's path."""
         self.run.announce()
         if not resume:
             self.snapshot()
@@ -978,11 +978,11 @@ class Trainer:
                 last_print, since, steps_since = time.time(), time.time(), 0
             if snapshot.due(self.timesteps):
                 self.snapshot()
-            if checkpoint.due(self.timesteps):
-                self.checkpoint()
             if self.timesteps < args.total_timesteps and evaluation.due(self.timesteps):
                 if self.leader:
                     self.run.evaluate(self.policy(), self.timesteps, args.eval_games)
+            if checkpoint.due(self.timesteps):  # after the evaluation (`run.Checkpoints`)
+                self.checkpoint()
 
     def log(self, losses: dict[str, float], mean_return: float) -> None:
         writer, steps = self.run.writer, self.timesteps

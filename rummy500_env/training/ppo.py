@@ -480,10 +480,10 @@ class Trainer:
                 last_print, since, steps_since = time.time(), time.time(), 0
             if snapshot.due(self.timesteps):  # first, so that a checkpoint holds it
                 self.snapshot()
-            if checkpoint.due(self.timesteps):
-                self.checkpoint()
             if self.timesteps < args.total_timesteps and evaluation.due(self.timesteps):
                 self.evaluate()  # (at the end the final evaluation follows)
+            if checkpoint.due(self.timesteps):  # after the evaluation (`run.Checkpoints`)
+                self.checkpoint()
 
     @contextlib.contextmanager
     def checkpoint_on_collection_error(self) -> Iterator[None]:

@@ -843,11 +843,11 @@ def iterate(algo: Any, args: Args, run: RunFolder, state: dict[str, Any]) -> Non
         )
         if snapshot.due(steps):  # first, so that a checkpoint holds it
             take_snapshot(algo, state, args)
-        if checkpoint.due(steps):
-            save_checkpoint(algo, run, state)
         if steps < args.total_timesteps and evaluation.due(steps):
             policy = learner_policy(algo, args)
             run.evaluate(policy, steps, args.eval_games, learner_steps=state["learner_steps"])
+        if checkpoint.due(steps):  # after the evaluation (`run.Checkpoints`)
+            save_checkpoint(algo, run, state)
 
 
 def learn(algo: Any, args: Args, run: RunFolder, resume: bool, began: float) -> Path:

@@ -175,7 +175,11 @@ class Every:
 
 class Checkpoints:
     """A run's ``checkpoints/``: one file or folder per checkpoint, ``step_<steps>``, and
-    ``state.json`` beside them naming the last one with the run's counters."""
+    ``state.json`` beside them naming the last one with the run's counters.
+
+    Every trainer saves one after the evaluation due at the same step: a run stopped during
+    that evaluation resumes from the checkpoint before it and evaluates the step again
+    (`RunFolder.append_row` keeps one row a step), where the other order would lose the point."""
 
     def __init__(self, run: Path, keep: int) -> None:
         self.run, self.folder, self.keep = run, run / "checkpoints", keep
