@@ -56,7 +56,8 @@ LONG_ONLY = [
     "fives,players=4,discard_to_go_out=true,top_card_must_meld=true",
     "standard,players=4,stock_out=pile_must_use",
 ]
-"""Two more shapes, 10 to 20 s of compiling each: with the quick ones, the slow run's."""
+"""Two more shapes, 10 to 20 s of compiling each: the slow run's (the quick ones play 4,096
+decisions each in the quick test)."""
 
 
 @functools.cache
@@ -163,12 +164,11 @@ def test_greedy_matches_the_python_bot(text: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("text", LONG_ONLY + QUICK)
+@pytest.mark.parametrize("text", LONG_ONLY)
 def test_greedy_matches_the_python_bot_long(text: str) -> None:
     seen = compare(text, decisions=12_288, seed=100 + len(text))
     check_counts(seen, 12_288)
-    if text in LONG_ONLY:  # more players empty the stock within a hand
-        assert seen["stock empty"] > 0 and seen["decline"] > 0
+    assert seen["stock empty"] > 0 and seen["decline"] > 0  # more players empty the stock
 
 
 # --- plan on random tables -----------------------------------------------------------------------

@@ -300,7 +300,7 @@ def test_a_resume_against_a_policy_file_changed_since_is_refused(tmp_path):
     untrained_policy(opponent, SPEC)
     run = tmp_path / "run"
     fields = TINY | {"opponents": {str(opponent): 0.5, "self": 0.5}}
-    jax_ppo.train(run_args(run, 100, fields))
+    jax_ppo.Trainer(run_args(run, 100, fields), resume=False).run.writer.close()  # started
     argv = ["--resume", str(run), "--total-timesteps", "200"]
     assert jax_ppo.parse_args(argv)[1]  # unchanged: resumes
     torch.manual_seed(2)

@@ -26,8 +26,11 @@ from rummy500_env.jax.search import SearchConfig, search  # noqa: E402
 
 SMALL = SearchConfig(simulations=12, worlds=4, candidates=4, horizon=6)
 NOISY = SearchConfig(simulations=12, worlds=4, candidates=4, horizon=6, gumbel_scale=1.0)
+ONE = SearchConfig(simulations=2, worlds=2, candidates=1, horizon=2)
 SEARCH = jax.jit(search, static_argnums=(0, 1))
-"""Compiled once per env, network and budget (a search takes 10 to 20 s to compile here)."""
+"""Compiled once per env, network and budget (a search takes 10 to 20 s to compile here): the
+tests share five compiles (standard with `SMALL` and `NOISY`, three players with `ONE`, four
+with `SMALL`, and the peeking search)."""
 
 
 def small_network(env: rj.Env, seed: int = 0) -> tuple[CardNetwork, dict[str, Any]]:
@@ -97,7 +100,7 @@ def test_a_search_that_peeks_at_the_true_state_is_caught(monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize(
     ("rules", "config"),
-    [("standard", SMALL), ("pagat,players=3", NOISY), ("standard,players=4", NOISY)],
+    [("standard", NOISY), ("pagat,players=3", ONE), ("standard,players=4", SMALL)],
 )
 def test_the_search_plays_legal_moves_and_its_policy_is_a_distribution(
     rules: str, config: SearchConfig
@@ -113,29 +116,29 @@ def test_the_search_plays_legal_moves_and_its_policy_is_a_distribution(
     # every legal candidate of the first round was visited; at most the budget in all
     legal_count = mask.sum(axis=1)
     visited = (out.visits > 0).sum(axis=1)
-    assert (visited[live(state)] == np.minimum(legal_count, SMALL.candidates)[live(state)]).all()
-    assert (out.visits.sum(axis=1) <= SMALL.simulations).all()
+    assert (visited[live(state)] == np.minimum(legal_count, config.candidates)[live(state)]).all()
+    assert (out.visits.sum(axis=1) <= config.simulations).all()
     again = searched(env, state, config)
     assert np.asarray(again.policy).tobytes() == np.asarray(out.policy).tobytes()
 
 
 def test_one_candidate_without_noise_plays_the_prior_choice() -> None:
-    env, state = positions("standard")
+    env, state = positions("pagat,players=3")
     net, params = small_network(env)
     logits, _ = net.apply(params, state.observation)
     prior = np.asarray(jnp.argmax(masked_logits(logits, state.legal_action_mask), axis=1))
-    out = searched(env, state, SearchConfig(simulations=2, worlds=2, candidates=1, horizon=2))
+    out = searched(env, state, ONE)
     np.testing.assert_array_equal(out.action, prior)
 
 
 def test_gumbel_noise_explores_and_a_bad_config_is_refused() -> None:
-    env, state = positions("pagat,players=3")
+    env, state = positions("standard")
     noisy, quiet = searched(env, state, NOISY, key=1), searched(env, state, SMALL, key=1)
     assert (noisy.visits != quiet.visits).any()  # the same worlds: other candidates
     with pytest.raises(ValueError, match=r"SearchConfig\.worlds must be an int >= 1"):
         SearchConfig(worlds=0)
     with pytest.raises(ValueError, match=r"SearchConfig\.gumbel_scale must be a finite number"):
         SearchConfig(gumbel_scale=float("nan"))
-    net, params = small_network(rj.make("standard"))
+    net, params = small_network(rj.make("pagat,players=3"))  # another table's network
     with pytest.raises(ValueError, match="use a policy made for these rules"):
         search(env, net, params, state, jax.random.PRNGKey(0))
