@@ -198,10 +198,14 @@ def test_the_workers_of_a_killed_parent_leave_instead_of_waiting_forever(tmp_pat
     root = Path(__file__).parents[1]
     env = os.environ | {"PYTHONPATH": str(root)}
     pids = tmp_path / "workers.txt"  # a file: a pipe would stay open while the workers live
-    with open(pids, "w") as out:
-        code = subprocess.run([sys.executable, str(script)], stdout=out, env=env, timeout=120)
+    # stderr to a file too: the killed parent's resource tracker, which outlives it, warns there
+    # of the semaphores it cleans up, after this test has ended
+    errors = tmp_path / "stderr.txt"
+    with open(pids, "w") as out, open(errors, "w") as err:
+        run = [sys.executable, str(script)]
+        code = subprocess.run(run, stdout=out, stderr=err, env=env, timeout=120)
     workers = [int(pid) for pid in pids.read_text().split()]
-    assert code.returncode == -signal.SIGKILL and len(workers) == 2
+    assert code.returncode == -signal.SIGKILL and len(workers) == 2, errors.read_text()
     deadline = time.monotonic() + 20
     while any(map(alive, workers)) and time.monotonic() < deadline:
         time.sleep(0.1)
