@@ -260,7 +260,7 @@ class WorkerPool:
         results."""
         now = time.monotonic()
         for process in list(self._processes.values()):
-            if process.pid is None or process.exitcode is not None:
+            if process.pid is None or has_ended(process):
                 continue  # a dead one breaks the pool: `WorkerDied` says so
             quiet = self._beats.silence(process.pid, self._seen.setdefault(process.pid, now))
             if quiet > self.deadline:

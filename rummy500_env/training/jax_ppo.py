@@ -832,10 +832,6 @@ class Trainer:
     def timesteps(self) -> int:
         return int(self.state["timesteps"])
 
-    @property
-    def leader(self) -> bool:
-        return leads()
-
     def make_plan(self, args: Args) -> Plan:
         return plan_of(args)
 
@@ -936,7 +932,7 @@ class Trainer:
             self.snapshot()
         self.learn()
         self.checkpoint()
-        return self.run.finish(self.policy(), self.state, evaluate=self.leader)
+        return self.run.finish(self.policy(), self.state, evaluate=leads())
 
     def learn(self) -> None:
         """Updates until `total_timesteps`, with snapshots, checkpoints and evaluations each
@@ -979,7 +975,7 @@ class Trainer:
             if snapshot.due(self.timesteps):
                 self.snapshot()
             if self.timesteps < args.total_timesteps and evaluation.due(self.timesteps):
-                if self.leader:
+                if leads():
                     self.run.evaluate(self.policy(), self.timesteps, args.eval_games)
             if checkpoint.due(self.timesteps):  # after the evaluation (`run.Checkpoints`)
                 self.checkpoint()
